@@ -1,0 +1,47 @@
+"""Find and load the files under ``fixtures/``, from a checkout or an installed package.
+
+A learner edits these files (that is the point of most exercises), so the checkout's own
+``fixtures/`` folder wins. An installed wheel carries a copy as ``ragstage/_fixtures``.
+``RAGSTAGE_FIXTURES`` points elsewhere, e.g. at a folder of the reader's own cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .trace import Trace, read_traces
+
+__all__ = ["fixtures_dir", "fixture_path", "load_json", "load_traces"]
+
+_HERE = Path(__file__).resolve().parent
+
+
+def fixtures_dir() -> Path:
+    """The folder the fixtures are read from (see the module docstring for the order)."""
+    candidates = [os.environ.get("RAGSTAGE_FIXTURES"), _HERE.parent / "fixtures", _HERE / "_fixtures"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    raise FileNotFoundError("no fixtures folder found: set RAGSTAGE_FIXTURES to the project's fixtures/ folder")
+
+
+def fixture_path(*parts: str) -> Path:
+    """Path of one fixture file, e.g. ``fixture_path("five_cases", "cases.jsonl")``."""
+    path = fixtures_dir().joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"no fixture {'/'.join(parts)} under {fixtures_dir()}")
+    return path
+
+
+def load_json(*parts: str) -> Any:
+    """A JSON fixture (corpora, published counts) as plain Python data."""
+    with open(fixture_path(*parts), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def load_traces(*parts: str) -> list[Trace]:
+    """A JSON Lines fixture of traces, validated like any other trace file."""
+    return list(read_traces(fixture_path(*parts)))

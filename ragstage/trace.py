@@ -1,0 +1,310 @@
+"""The trace: one question through one pipeline, as one JSON object per line.
+
+The field names are a public contract (see the README's table). Every reader in the
+project goes through :func:`check_record`, so a typo such as ``promt`` or a ``gold``
+given as a string is rejected with the file, the line and the field, instead of being
+silently treated as "no prompt" or as a list of single characters.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import orjson
+
+__all__ = [
+    "FIELDS",
+    "Trace",
+    "TraceError",
+    "check_record",
+    "open_text",
+    "read_records",
+    "read_traces",
+    "write_traces",
+]
+
+
+class TraceError(ValueError):
+    """Bad trace input. The message names the file, the line and the field."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.line, self.field, self.detail = path, line, field, message
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+# name -> (kind, default).  The kinds are checked by `check_record`.
+FIELDS: dict[str, tuple[str, Any]] = {
+    "query_id": ("id", None),
+    "pipeline": ("str", "default"),
+    "query": ("str", ""),
+    "gold": ("ids", ()),
+    "answerable": ("bool", True),
+    "retrieved": ("ranked", ()),
+    "reranked": ("ids?", None),
+    "prompt": ("ids?", None),
+    "answer": ("str", ""),
+    "answer_ids": ("ids?", None),
+    "correct": ("bool?", None),
+    "refused": ("bool", False),
+    "claims": ("bools?", None),
+    "query_ok": ("bool?", None),
+    "error": ("error?", None),
+    "model": ("str?", None),
+    "prompt_version": ("str?", None),
+    "timestamp": ("str?", None),
+    "meta": ("dict", None),
+}
+
+
+def _fail(msg: str, name: str) -> TraceError:
+    return TraceError(msg, field=name)
+
+
+def _as_id(value: Any, name: str) -> str:
+    # Ids are strings; integer ids (common in logs and in BEIR corpora) are read as their
+    # decimal text. Booleans are ints in Python, so they are excluded explicitly.
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _fail(f"ids must be strings or integers, got {type(value).__name__} {value!r}", name)
+
+
+def _as_ids(value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
+    return tuple(_as_id(v, name) for v in value)
+
+
+def _as_ranked(value: Any, name: str) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
+    """A ranked list of ids or of ``{"id", "score"}`` objects (not a mix)."""
+    if not isinstance(value, (list, tuple)):
+        raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
+    if value and isinstance(value[0], dict):
+        ids, scores = [], []
+        for item in value:
+            if not isinstance(item, dict) or "id" not in item:
+                raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
+            extra = set(item) - {"id", "score"}
+            if extra:
+                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry", name)
+            score = item.get("score")
+            if isinstance(score, bool) or not isinstance(score, (int, float)):
+                raise _fail(f"score must be a number, got {score!r}", name)
+            ids.append(_as_id(item["id"], name))
+            scores.append(float(score))
+        return tuple(ids), tuple(scores)
+    return _as_ids(value, name), None
+
+
+def _check_one(name: str, kind: str, value: Any) -> Any:
+    optional = kind.endswith("?")
+    if value is None:
+        if optional or kind == "dict":
+            return None
+        raise _fail("must not be null", name)
+    base = kind.rstrip("?")
+    if base == "id":
+        return _as_id(value, name)
+    if base == "str":
+        if not isinstance(value, str):
+            raise _fail(f"expected a string, got {type(value).__name__}", name)
+        return value
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise _fail(f"expected true or false, got {value!r:.40}", name)
+        return value
+    if base == "ids":
+        return _as_ids(value, name)
+    if base == "bools":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, bool) for v in value):
+            raise _fail(f"expected a list of true/false claim labels, got {value!r:.60}", name)
+        return tuple(value)
+    if base == "dict":
+        if not isinstance(value, dict):
+            raise _fail(f"expected an object, got {type(value).__name__}", name)
+        return value
+    if base == "error":
+        if not isinstance(value, dict) or set(value) - {"stage", "message"} or "stage" not in value:
+            raise _fail('expected {"stage": ..., "message": ...}', name)
+        if not isinstance(value["stage"], str) or not isinstance(value.get("message", ""), str):
+            raise _fail("stage and message must be strings", name)
+        return {"stage": value["stage"], "message": value.get("message", "")}
+    raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - table is fixed
+
+
+def check_record(record: Any) -> dict[str, Any]:
+    """Validate one decoded JSON object and return it normalised.
+
+    Normalised means: every field present with its default, ids as strings in tuples,
+    ``retrieved`` split into ids and (optionally) ``retrieved_scores``. Raises
+    :class:`TraceError` naming the field (the caller adds file and line).
+    """
+    if not isinstance(record, dict):
+        raise TraceError(f"a trace must be a JSON object, got {type(record).__name__}")
+    unknown = [k for k in record if k not in FIELDS]
+    if unknown:
+        raise _fail(f"unknown field (known: {', '.join(FIELDS)})", unknown[0])
+    if record.get("query_id") is None:
+        raise _fail("missing (every trace needs a query_id)", "query_id")
+    out: dict[str, Any] = {}
+    for name, (kind, default) in FIELDS.items():
+        if name not in record:
+            out[name] = default if name != "meta" else {}
+            continue
+        if kind == "ranked":
+            out[name], out["retrieved_scores"] = _as_ranked(record[name], name)
+        else:
+            out[name] = _check_one(name, kind, record[name])
+    out.setdefault("retrieved_scores", None)
+    if out["meta"] is None:
+        out["meta"] = {}
+    return out
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One question through one pipeline.
+
+    Lists are stored as tuples so a trace can be hashed and shared safely between the
+    report, the widgets and the comparison. ``retrieved_scores`` is not a JSON field of its
+    own: it holds the scores when ``retrieved`` was given as ``{"id", "score"}`` objects,
+    and :meth:`to_dict` writes them back in that form.
+    """
+
+    query_id: str
+    pipeline: str = "default"
+    query: str = ""
+    gold: Sequence[str] = ()
+    answerable: bool = True
+    retrieved: Sequence[str] = ()
+    reranked: Sequence[str] | None = None
+    prompt: Sequence[str] | None = None
+    answer: str = ""
+    answer_ids: Sequence[str] | None = None
+    correct: bool | None = None
+    refused: bool = False
+    claims: Sequence[bool] | None = None
+    query_ok: bool | None = None
+    error: Mapping[str, str] | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    timestamp: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    retrieved_scores: Sequence[float] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Route keyword construction through the same checks as file input, so
+        # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
+        raw = {k: getattr(self, k) for k in FIELDS}
+        if self.retrieved_scores is not None:
+            raw["retrieved"] = [{"id": i, "score": s} for i, s in
+                                zip(self.retrieved, self.retrieved_scores, strict=True)]
+        clean = check_record(raw)
+        for k, v in clean.items():
+            object.__setattr__(self, k, v)
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> "Trace":
+        """Build a trace from a decoded JSON object (the on-disk form)."""
+        return cls._from_clean(check_record(dict(record)))
+
+    @classmethod
+    def _from_clean(cls, clean: Mapping[str, Any]) -> "Trace":
+        # `clean` came out of check_record already: skip checking it a second time.
+        obj = object.__new__(cls)
+        for k, v in clean.items():
+            object.__setattr__(obj, k, v)
+        return obj
+
+    def to_dict(self) -> dict[str, Any]:
+        """The on-disk form: every field, lists as lists, scores folded back in."""
+        out: dict[str, Any] = {}
+        for name in FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        if self.retrieved_scores is not None:
+            out["retrieved"] = [{"id": i, "score": s} for i, s in zip(self.retrieved, self.retrieved_scores)]
+        out["meta"] = dict(self.meta)
+        return out
+
+    def replace(self, **changes: Any) -> "Trace":
+        """A copy with some fields changed (and checked again)."""
+        record = self.to_dict()
+        record.update(changes)
+        return Trace.from_dict(record)
+
+
+def open_text(path: str | Path, mode: str = "r") -> io.TextIOBase:
+    """Open a trace file as text; ``.gz`` files are (de)compressed transparently."""
+    p = Path(path)
+    if p.suffix == ".gz":
+        return gzip.open(p, mode + "t", encoding="utf-8")  # type: ignore[return-value]
+    return open(p, mode, encoding="utf-8")  # noqa: SIM115 - caller closes
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Stream ``(line number, normalised record)`` pairs from a JSON Lines file.
+
+    Blank lines are skipped (they carry nothing); everything else must be a valid trace.
+    A duplicate (``query_id``, ``pipeline``) pair within the file is an error, because
+    a replay would otherwise count that question twice.
+    """
+    seen: dict[tuple[str, str], int] = {}
+    try:
+        handle = open_text(path)
+    except OSError as exc:
+        raise TraceError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    raw = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise TraceError(f"invalid JSON ({exc})", path=str(path), line=lineno) from None
+                try:
+                    rec = check_record(raw)
+                except TraceError as exc:
+                    raise TraceError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
+                key = (rec["query_id"], rec["pipeline"])
+                if key in seen:
+                    raise TraceError(
+                        f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
+                        path=str(path), line=lineno, field="query_id")
+                seen[key] = lineno
+                yield lineno, rec
+        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+            raise TraceError(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
+
+
+def read_traces(path: str | Path) -> Iterator[Trace]:
+    """Stream :class:`Trace` objects from a ``.jsonl`` or ``.jsonl.gz`` file."""
+    for _, rec in read_records(path):
+        yield Trace._from_clean(rec)
+
+
+def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
+    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count."""
+    n = 0
+    with open_text(path, "w") as handle:
+        for trace in traces:
+            handle.write(orjson.dumps(trace.to_dict()).decode() + "\n")
+            n += 1
+    return n
