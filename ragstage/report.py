@@ -1,0 +1,218 @@
+"""Tables a reader acts on: bucket shares with intervals, the stage funnel, paired comparisons.
+
+Everything here starts from bucket counts, so the same code reads traces a reader made
+(:func:`attribution_table`, :func:`funnel`) and counts someone published
+(:func:`table_from_counts`, :func:`funnel_from_counts`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .stats import mcnemar, wilson
+from .trace import Trace
+
+__all__ = [
+    "count_buckets",
+    "table_from_counts",
+    "attribution_table",
+    "funnel_from_counts",
+    "funnel",
+    "Comparison",
+    "compare",
+]
+
+TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
+FUNNEL_COLUMNS = ["group", "stage", "entered", "survived", "rate", "low", "high"]
+
+
+def _group_of(trace: Trace, by: str | None) -> str:
+    if by is None:
+        return "all"
+    value = getattr(trace, by, None)
+    if value is None:
+        value = trace.meta.get(by) if isinstance(trace.meta, Mapping) else None
+    return "(none)" if value is None else str(value)
+
+
+def count_buckets(traces: Iterable[Trace], by: str | None = "pipeline",
+                  require: str = "any") -> dict[str, Counter[str]]:
+    """``{group: Counter(bucket -> count)}``; ``by`` is a trace field, a ``meta`` key, or None."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for trace in traces:
+        counts[_group_of(trace, by)][diagnose(trace, require).stage.value] += 1
+    return dict(counts)
+
+
+def _check_buckets(counts: Mapping[str, Mapping[str, int]]) -> None:
+    for group, buckets in counts.items():
+        unknown = set(buckets) - set(BUCKETS)
+        if unknown:
+            raise ValueError(f"group {group!r}: unknown bucket(s) {sorted(unknown)}; known: {', '.join(BUCKETS)}")
+
+
+def table_from_counts(counts: Mapping[str, Mapping[str, int]], *, empty: bool = False) -> pd.DataFrame:
+    """One row per (group, bucket) in bucket order: count, n, share and its Wilson interval.
+
+    ``n`` is every question in the group, so the shares of a group add up to one.
+    ``empty=True`` keeps buckets with a count of zero (their interval is still informative:
+    0 of 300 is not the same claim as 0 of 5).
+    """
+    _check_buckets(counts)
+    rows = []
+    for group, buckets in counts.items():
+        n = sum(buckets.values())
+        if n == 0:
+            continue
+        for stage in BUCKETS:
+            k = int(buckets.get(stage, 0))
+            if k == 0 and not empty:
+                continue
+            low, high = wilson(k, n)
+            rows.append((group, stage, k, n, k / n, low, high))
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def attribution_table(traces: Iterable[Trace], by: str | None = "pipeline", require: str = "any",
+                      *, empty: bool = False) -> pd.DataFrame:
+    """Diagnose every trace and tabulate the buckets per group with Wilson intervals."""
+    return table_from_counts(count_buckets(traces, by, require), empty=empty)
+
+
+# The evidence passes these stages in order. Each entry: the stage, and the buckets that
+# are a loss *at* that stage. A question enters a stage when it survived every earlier one.
+_FUNNEL = (
+    ("query_understanding", (Stage.QUERY_UNDERSTANDING,)),
+    ("retrieval", (Stage.RETRIEVAL,)),
+    ("reranking", (Stage.RERANKING,)),
+    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,)),
+    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL)),
+)
+# Questions outside the funnel: no relevance judgement applies to them.
+_OUTSIDE = {Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
+            Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value}
+
+
+def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *,
+                       stages: Iterable[str] | None = None) -> pd.DataFrame:
+    """Conditional survival of each stage over its own denominator, with Wilson intervals.
+
+    Reranking survival is over the questions whose gold was retrieved, assembly over those
+    whose gold survived reranking, generation (answered correctly) over those whose gold
+    reached the prompt and whose answer was judged. Unanswerable, unlabelled, failed and
+    unjudged questions have no place in the funnel and are left out of every denominator.
+    A stage with no question entering it, or one left out of ``stages`` (a pipeline with no
+    reranker, a log that never judged query understanding), gets no row. By default query
+    understanding is shown only for a group whose counts name that bucket: published
+    counts that never mention it did not measure it.
+    """
+    _check_buckets(counts)
+    rows = []
+    for group, buckets in counts.items():
+        keep = set(stages) if stages is not None else (
+            {s for s, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
+                                       else {Stage.QUERY_UNDERSTANDING.value}))
+        entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE and k != Stage.UNJUDGED.value)
+        for stage, losses in _FUNNEL:
+            lost = sum(int(buckets.get(s.value, 0)) for s in losses)
+            survived = entered - lost
+            if stage in keep and entered > 0:
+                low, high = wilson(survived, entered)
+                rows.append((group, stage, entered, survived, survived / entered, low, high))
+            entered = survived
+    return pd.DataFrame(rows, columns=FUNNEL_COLUMNS)
+
+
+def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = "any") -> pd.DataFrame:
+    """The conditional stage funnel of a set of traces (see :func:`funnel_from_counts`).
+
+    Query understanding gets a row only when some trace judged it (``query_ok`` set), and
+    reranking only when some trace in the group had a reranking stage: an unmeasured stage
+    is not a healthy one, so it is not shown as 100% survival.
+    """
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    measured: dict[str, set[str]] = defaultdict(lambda: {"retrieval", "prompt_assembly", "generation"})
+    for trace in traces:
+        group = _group_of(trace, by)
+        counts[group][diagnose(trace, require).stage.value] += 1
+        if trace.query_ok is not None:
+            measured[group].add("query_understanding")
+        if trace.reranked is not None:
+            measured[group].add("reranking")
+    frames = [funnel_from_counts({g: c}, stages=measured[g]) for g, c in counts.items()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs on the same questions: who was fixed, who was broken, and where they went."""
+
+    n: int
+    fixed: int
+    broken: int
+    both_right: int
+    both_wrong: int
+    p_value: float
+    migration: pd.DataFrame = field(repr=False)
+    only_before: tuple[str, ...] = ()
+    only_after: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by ``ragstage compare --format json``."""
+        migration: dict[str, dict[str, int]] = {}
+        for src, row in self.migration.iterrows():
+            cells = {dst: int(v) for dst, v in row.items() if v}
+            if cells:
+                migration[str(src)] = cells
+        return {"n": self.n, "fixed": self.fixed, "broken": self.broken,
+                "p_value": self.p_value, "migration": migration}
+
+
+def _by_query(traces: Iterable[Trace], require: str, side: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for trace in traces:
+        if trace.query_id in out:
+            raise ValueError(f"{side}: query_id {trace.query_id!r} appears twice; "
+                             "compare one pipeline's run against another's")
+        out[trace.query_id] = diagnose(trace, require).stage.value
+    return out
+
+
+def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool = False,
+            require: str = "any") -> Comparison:
+    """Pair two runs by ``query_id``: fixed, broken, exact McNemar p, bucket migrations.
+
+    "Right" means bucket ``none`` or ``correct_refusal``. The migration matrix (rows: the
+    bucket before, columns: after) answers the question a bare accuracy hides: did the
+    change reduce failures, or move them to another stage? Questions present in only one
+    run are an error unless ``intersect=True``, because silently dropping them would
+    compare two different question sets.
+    """
+    a = _by_query(before, require, "before")
+    b = _by_query(after, require, "after")
+    only_a = tuple(sorted(set(a) - set(b)))
+    only_b = tuple(sorted(set(b) - set(a)))
+    if (only_a or only_b) and not intersect:
+        sample = (only_a + only_b)[:3]
+        raise ValueError(f"the runs cover different questions ({len(only_a)} only before, {len(only_b)} "
+                         f"only after, e.g. {', '.join(sample)}); pass intersect=True to compare the shared ones")
+    shared = [q for q in a if q in b]
+    if not shared:
+        raise ValueError("the two runs share no query_id")
+    fixed = sum(1 for q in shared if a[q] not in RIGHT and b[q] in RIGHT)
+    broken = sum(1 for q in shared if a[q] in RIGHT and b[q] not in RIGHT)
+    both_right = sum(1 for q in shared if a[q] in RIGHT and b[q] in RIGHT)
+    moves = Counter((a[q], b[q]) for q in shared)
+    used = [s for s in BUCKETS if any(s in pair for pair in moves)]
+    migration = pd.DataFrame(0, index=pd.Index(used, name="before"), columns=pd.Index(used, name="after"))
+    for (src, dst), k in moves.items():
+        migration.loc[src, dst] = k
+    return Comparison(n=len(shared), fixed=fixed, broken=broken, both_right=both_right,
+                      both_wrong=len(shared) - fixed - broken - both_right,
+                      p_value=mcnemar(fixed, broken), migration=migration,
+                      only_before=only_a, only_after=only_b)
