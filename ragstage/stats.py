@@ -13,7 +13,7 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import bdtr
 
 __all__ = [
     "Z95",
@@ -117,7 +117,7 @@ def mcnemar(b: int, c: int) -> float:
     n = int(b) + int(c)
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
+    return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
 
 
 def paired_counts(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, int]:
