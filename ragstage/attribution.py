@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .trace import Trace
 
@@ -63,8 +62,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _DIGIT = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(NamedTuple):
     """Where a question's evidence was lost, why, and the numbers behind it.
 
     ``recall`` is the share of gold ids retrieved, ``retention`` the share that reached the
@@ -74,7 +72,7 @@ class Diagnosis:
     """
 
     stage: Stage
-    reason: str
+    reason: str = ""
     recall: float | None = None
     retention: float | None = None
     support: float | None = None
@@ -147,14 +145,12 @@ def diagnose_record(rec: Mapping[str, Any], require: str = "any") -> Diagnosis:
     retrieved = rec["retrieved"]
     prompt = rec["prompt"]
     claims = rec["claims"]
-    numbers = {
-        "recall": _share(gold, retrieved),
-        "retention": _share(gold, prompt),
-        "support": sum(claims) / len(claims) if claims else None,
-    }
+    recall = _share(gold, retrieved)
+    retention = _share(gold, prompt)
+    support = sum(claims) / len(claims) if claims else None
 
     def out(stage: Stage, reason: str) -> Diagnosis:
-        return Diagnosis(stage, reason, **numbers)
+        return Diagnosis(stage, reason, recall, retention, support)
 
     if rec["error"] is not None:
         err = rec["error"]

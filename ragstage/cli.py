@@ -1,0 +1,135 @@
+"""The ``ragstage`` command: ``attribute``, ``compare`` and ``run``.
+
+A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
+and one line naming the file, the line and the field: never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from typing import Sequence
+
+import orjson
+
+from .report import compare, table_from_counts
+from .streaming import count_files
+from .trace import TraceError, read_traces
+
+__all__ = ["main", "build_parser"]
+
+
+def _fmt_table(rows: list[dict], columns: list[str]) -> str:
+    """A plain fixed-width table: readable in a terminal, stable in a README."""
+    cells = [[_fmt(r[c]) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    for row in cells:
+        lines.append("  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _attribute(args: argparse.Namespace) -> int:
+    by = None if args.by in ("", "none") else args.by
+    counts = count_files(args.files, by=by, require=args.require, workers=args.workers)
+    table = table_from_counts(counts)
+    rows = [{"group": r.group, "stage": r.stage, "count": int(r.count), "n": int(r.n),
+             "share": float(r.share), "low": float(r.low), "high": float(r.high)} for r in table.itertuples()]
+    columns = ["group", "stage", "count", "n", "share", "low", "high"]
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.format == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        sys.stdout.write(buffer.getvalue())
+    else:
+        print(_fmt_table(rows, columns))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    result = compare(read_traces(args.before), read_traces(args.after),
+                     intersect=args.intersect, require=args.require)
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    print(f"questions paired: {result.n}")
+    if result.only_before or result.only_after:
+        print(f"left out (--intersect): {len(result.only_before)} only before, {len(result.only_after)} only after")
+    print(f"right before: {result.both_right + result.broken}   right after: {result.both_right + result.fixed}")
+    print(f"fixed: {result.fixed}   broken: {result.broken}   exact McNemar p = {result.p_value:.4g}")
+    print("\nbucket migration (rows: before, columns: after)")
+    print(result.migration.to_string())
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .pipeline.cli_run import run_from_args  # torch and friends load only for `run`
+
+    return run_from_args(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragstage", description="Find which stage of a RAG system lost the answer.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    attribute = sub.add_parser("attribute", help="bucket counts with Wilson intervals, per group")
+    attribute.add_argument("files", nargs="+", metavar="FILE", help="trace files (.jsonl or .jsonl.gz)")
+    attribute.add_argument("--by", default="pipeline", help="trace field or meta key to group by ('none': one group)")
+    attribute.add_argument("--require", choices=["any", "all"], default="any",
+                           help="a stage loses the question when no gold id (any) or some gold id (all) is missing")
+    attribute.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    attribute.add_argument("--workers", type=int, default=None, help="processes to use (default: all cores)")
+    attribute.set_defaults(func=_attribute)
+
+    comp = sub.add_parser("compare", help="paired comparison of two runs on the same questions")
+    comp.add_argument("before", metavar="BEFORE")
+    comp.add_argument("after", metavar="AFTER")
+    comp.add_argument("--intersect", action="store_true", help="compare only the questions both runs have")
+    comp.add_argument("--require", choices=["any", "all"], default="any")
+    comp.add_argument("--format", choices=["table", "json"], default="table")
+    comp.set_defaults(func=_compare)
+
+    run = sub.add_parser("run", help="run a retrieval → reranking → assembly → generation pipeline")
+    try:
+        from .pipeline.cli_run import add_run_arguments
+    except ImportError:  # pragma: no cover - the pipeline module is part of the package
+        pass
+    else:
+        add_run_arguments(run)
+    run.set_defaults(func=_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (TraceError, ValueError, FileNotFoundError) as exc:
+        print(f"ragstage {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `ragstage attribute big.jsonl | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
