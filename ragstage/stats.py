@@ -61,8 +61,11 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    # Clip the rounding residue at the ends (k = 0 gives a low of about -1e-17).
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At k = 0 and k = n the exact bounds are 0 and 1; floating point misses them by an ulp,
+    # which would put k/n = 1 outside its own interval.
+    low = 0.0 if k == 0 else centre - half
+    high = 1.0 if k == n else centre + half
+    return low, high
 
 
 def normal_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:

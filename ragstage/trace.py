@@ -140,7 +140,7 @@ def _not_null(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
 
 # name -> (checker, default). The order is the documented order of the fields.
 FIELDS: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
-    "query_id": (_not_null(_as_id), None),
+    "query_id": (_nullable(_as_id), None),  # null is reported as missing below
     "pipeline": (_not_null(_as_str), "default"),
     "query": (_not_null(_as_str), ""),
     "gold": (_not_null(_as_ids), ()),

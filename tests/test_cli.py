@@ -1,0 +1,121 @@
+"""The console script, run as a user runs it: in a subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragstage import Trace, write_traces
+from ragstage.fixtures import fixture_path
+
+FIVE = str(fixture_path("five_cases", "cases.jsonl"))
+INCIDENTS = str(fixture_path("incidents", "four_logs.jsonl"))
+
+
+def ragstage(*args, check=True):
+    done = subprocess.run([sys.executable, "-m", "ragstage.cli", *args], capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_attribute_json_has_exactly_the_documented_keys():
+    rows = json.loads(ragstage("attribute", FIVE, INCIDENTS, "--format", "json").stdout)
+    assert all(set(r) == {"group", "stage", "count", "n", "share", "low", "high"} for r in rows)
+    hand = {r["stage"]: r for r in rows if r["group"] == "hand"}
+    assert set(hand) == {"retrieval", "reranking", "prompt_assembly", "generation", "none"}
+    assert hand["none"]["count"] == 1 and hand["none"]["n"] == 5
+    assert hand["none"]["low"] == pytest.approx(0.0362, abs=1e-4)
+
+
+def test_attribute_table_and_csv():
+    table = ragstage("attribute", INCIDENTS).stdout.splitlines()
+    assert table[0].split() == ["group", "stage", "count", "n", "share", "low", "high"]
+    assert table[1].split()[:4] == ["support-bot", "retrieval", "1", "4"]
+    csv_lines = ragstage("attribute", INCIDENTS, "--format", "csv", "--by", "none").stdout.splitlines()
+    assert csv_lines[0] == "group,stage,count,n,share,low,high"
+    assert csv_lines[1].startswith("all,retrieval,1,4,0.25,")
+
+
+def test_attribute_require_all(tmp_path):
+    path = tmp_path / "two.jsonl"
+    write_traces(path, [Trace(query_id="q", gold=["a", "b"], retrieved=["a"], prompt=["a"], correct=True)])
+    any_rows = json.loads(ragstage("attribute", str(path), "--format", "json").stdout)
+    all_rows = json.loads(ragstage("attribute", str(path), "--format", "json", "--require", "all").stdout)
+    assert [r["stage"] for r in any_rows] == ["none"] and [r["stage"] for r in all_rows] == ["retrieval"]
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('{"query_id": "a"}\n{"query_id": "b", "promt": []}\n', "line 2, field 'promt': unknown field"),
+    ('{"query_id": "a"}\nnot json\n', "line 2: invalid JSON"),
+    ('{"gold": ["x"]}\n', "line 1, field 'query_id': missing"),
+    ('{"query_id": "a", "gold": "d1"}\n', "line 1, field 'gold': expected a list of ids"),
+    ('{"query_id": "a"}\n{"query_id": "a"}\n', "line 2, field 'query_id': duplicate query_id 'a'"),
+])
+def test_attribute_bad_input_is_one_line_and_exit_2(tmp_path, content, expected):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    done = ragstage("attribute", str(path), check=False)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"{path}, {expected}" in done.stderr
+
+
+def test_attribute_missing_file_exit_2(tmp_path):
+    done = ragstage("attribute", str(tmp_path / "nope.jsonl"), check=False)
+    assert done.returncode == 2 and "nope.jsonl" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_option_exit_2():
+    done = ragstage("attribute", FIVE, "--format", "xml", check=False)
+    assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def make_run(path: Path, outcomes: dict[str, bool]) -> str:
+    write_traces(path, [Trace(query_id=q, gold=["g"], retrieved=["g"], prompt=["g"], correct=ok)
+                        for q, ok in outcomes.items()])
+    return str(path)
+
+
+def test_compare_json(tmp_path):
+    before = make_run(tmp_path / "b.jsonl", {"q1": False, "q2": False, "q3": True})
+    after = make_run(tmp_path / "a.jsonl", {"q1": True, "q2": True, "q3": True})
+    out = json.loads(ragstage("compare", before, after, "--format", "json").stdout)
+    assert set(out) == {"n", "fixed", "broken", "p_value", "migration"}
+    assert (out["n"], out["fixed"], out["broken"]) == (3, 2, 0)
+    assert out["p_value"] == pytest.approx(0.5)
+    assert out["migration"] == {"generation": {"none": 2}, "none": {"none": 1}}
+
+
+def test_compare_table_and_intersect(tmp_path):
+    before = make_run(tmp_path / "b.jsonl", {"q1": False, "q2": True})
+    after = make_run(tmp_path / "a.jsonl", {"q1": True, "q2": True, "q9": False})
+    done = ragstage("compare", before, after, check=False)
+    assert done.returncode == 2 and "1 only after" in done.stderr and "--intersect" not in done.stdout
+    table = ragstage("compare", before, after, "--intersect").stdout
+    assert "questions paired: 2" in table and "fixed: 1" in table and "broken: 0" in table
+
+
+def test_compare_bad_file_names_file_and_line(tmp_path):
+    before = make_run(tmp_path / "b.jsonl", {"q1": False})
+    bad = tmp_path / "a.jsonl"
+    bad.write_text('{"query_id": "q1", "correct": "yes"}\n')
+    done = ragstage("compare", before, str(bad), check=False)
+    assert done.returncode == 2 and f"{bad}, line 1, field 'correct'" in done.stderr
+
+
+def test_public_imports():
+    code = ("from ragstage import Trace, TraceError, diagnose, wilson, mcnemar, read_traces, "
+            "attribution_table, funnel, compare; import sys; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_console_script_is_installed():
+    import shutil
+
+    exe = shutil.which("ragstage") or str(Path(sys.executable).with_name("ragstage"))
+    done = subprocess.run([exe, "attribute", FIVE, "--format", "json"], capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)

@@ -1,0 +1,120 @@
+"""Attribution tables, the conditional funnel and paired comparisons."""
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
+from ragstage.fixtures import load_traces
+from ragstage.report import count_buckets
+
+# The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
+PUBLISHED = {"minilm+ce": {"retrieval": 22, "reranking": 31, "prompt_assembly": 40, "generation": 100, "none": 107}}
+
+
+def test_table_rows_in_bucket_order_with_wilson_intervals():
+    table = table_from_counts(PUBLISHED)
+    assert list(table.columns) == ["group", "stage", "count", "n", "share", "low", "high"]
+    assert list(table.stage) == ["retrieval", "reranking", "prompt_assembly", "generation", "none"]
+    assert set(table.n) == {300}
+    row = table.set_index("stage").loc["none"]
+    assert (row["low"], row["high"]) == wilson(107, 300)
+
+
+def test_empty_buckets_on_request():
+    table = table_from_counts(PUBLISHED, empty=True)
+    assert len(table) == 12
+    zero = table.set_index("stage").loc["unjudged"]
+    assert zero["count"] == 0 and zero["low"] == 0.0 and zero["high"] > 0
+
+
+def test_unknown_bucket_is_rejected():
+    with pytest.raises(ValueError, match="unknown bucket"):
+        table_from_counts({"x": {"retreival": 3}})
+
+
+def test_funnel_uses_each_stages_own_denominator():
+    f = funnel_from_counts(PUBLISHED).set_index("stage")
+    assert list(f.index) == ["retrieval", "reranking", "prompt_assembly", "generation"]
+    assert (f.loc["reranking", "entered"], f.loc["reranking", "survived"]) == (278, 247)
+    assert (f.loc["prompt_assembly", "entered"], f.loc["prompt_assembly", "survived"]) == (247, 207)
+    assert (f.loc["generation", "entered"], f.loc["generation", "survived"]) == (207, 107)
+    assert round(1 - f.loc["prompt_assembly", "rate"], 2) == 0.16  # lost to the token budget
+    assert (round(f.loc["generation", "low"], 2), round(f.loc["generation", "high"], 2)) == (0.45, 0.58)
+
+
+def test_funnel_leaves_unanswerable_and_failed_questions_out():
+    counts = {"g": {"endpoint_unavailable": 5, "correct_refusal": 3, "unjudged": 2, "retrieval": 1, "none": 4}}
+    f = funnel_from_counts(counts).set_index("stage")
+    assert f.loc["retrieval", "entered"] == 5 and f.loc["generation", "entered"] == 4
+
+
+def test_funnel_from_traces_skips_unmeasured_stages():
+    traces = load_traces("five_cases", "cases.jsonl")
+    f = funnel(traces)
+    assert list(f.stage) == ["retrieval", "reranking", "prompt_assembly", "generation"]
+    no_rerank = [t.replace(reranked=None, pipeline="flat") for t in traces]
+    assert "reranking" not in set(funnel(no_rerank).stage)
+    with_qu = [traces[0].replace(query_ok=False, query_id="Q")] + traces
+    assert funnel(with_qu).stage.iloc[0] == "query_understanding"
+
+
+def test_attribution_table_groups_by_field_or_meta():
+    traces = load_traces("five_cases", "cases.jsonl") + load_traces("incidents", "four_logs.jsonl")
+    by_pipeline = attribution_table(traces)
+    assert set(by_pipeline.group) == {"hand", "support-bot"}
+    assert attribution_table(traces, by=None).n.unique().tolist() == [9]
+    tagged = [t.replace(meta={"kind": "rare" if i % 2 else "broad"}) for i, t in enumerate(traces)]
+    assert set(attribution_table(tagged, by="kind").group) == {"rare", "broad"}
+    assert count_buckets(traces, by="model")["(none)"]["none"] == 1
+
+
+def run(outcomes, pipeline):
+    """Traces whose bucket is chosen: 'none', 'generation' or 'retrieval'."""
+    out = []
+    for i, bucket in enumerate(outcomes):
+        kw = {"none": dict(correct=True), "generation": dict(correct=False),
+              "retrieval": dict(retrieved=[], correct=False)}[bucket]
+        base = dict(query_id=f"q{i}", pipeline=pipeline, gold=["g"], retrieved=["g"], prompt=["g"])
+        base.update(kw)
+        out.append(Trace(**base))
+    return out
+
+
+def test_compare_counts_fixed_broken_and_migrations():
+    before = run(["none", "generation", "generation", "retrieval", "none"], "before")
+    after = run(["none", "none", "retrieval", "retrieval", "generation"], "after")
+    result = compare(before, after)
+    assert (result.n, result.fixed, result.broken, result.both_right, result.both_wrong) == (5, 1, 1, 1, 2)
+    assert result.p_value == 1.0
+    assert result.migration.loc["generation", "retrieval"] == 1
+    assert result.to_dict() == {"n": 5, "fixed": 1, "broken": 1, "p_value": 1.0, "migration": {
+        "retrieval": {"retrieval": 1}, "generation": {"retrieval": 1, "none": 1},
+        "none": {"generation": 1, "none": 1}}}
+
+
+def test_compare_refuses_different_question_sets_unless_intersect():
+    before = run(["none", "generation"], "b")
+    after = run(["none", "none", "none"], "a")
+    with pytest.raises(ValueError, match="1 only after"):
+        compare(before, after)
+    result = compare(before, after, intersect=True)
+    assert result.n == 2 and result.fixed == 1 and result.only_after == ("q2",)
+
+
+def test_compare_rejects_a_file_with_two_pipelines():
+    both = run(["none"], "x") + run(["none"], "y")
+    with pytest.raises(ValueError, match="appears twice"):
+        compare(both, run(["none"], "z"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["none", "generation", "retrieval"]),
+                          st.sampled_from(["none", "generation", "retrieval"])), min_size=1, max_size=40))
+def test_compare_cells_add_up_and_migration_matches(pairs):
+    result = compare(run([a for a, _ in pairs], "b"), run([b for _, b in pairs], "a"))
+    assert result.fixed + result.broken + result.both_right + result.both_wrong == result.n == len(pairs)
+    assert int(result.migration.to_numpy().sum()) == len(pairs)
+    assert result.fixed == sum(1 for a, b in pairs if a != "none" and b == "none")
+    assert isinstance(result.migration, pd.DataFrame)

@@ -1,0 +1,78 @@
+"""The streaming counter gives the same counts as diagnosing Trace objects, on any split."""
+
+import gzip
+import random
+
+import pytest
+
+from ragstage import Trace, TraceError, write_traces
+from ragstage.report import count_buckets
+from ragstage.streaming import _ranges, count_file, count_files
+
+
+def synthetic(n, seed=0):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        docs = [f"d{rng.randrange(50)}" for _ in range(8)]
+        out.append(Trace(query_id=f"q{i}", pipeline=rng.choice(["a", "b"]), gold=[rng.choice(docs + ["zz"])],
+                         retrieved=docs, reranked=docs[:4] if rng.random() < 0.7 else None,
+                         prompt=docs[: rng.randrange(0, 4)], answer_ids=[rng.choice(docs)],
+                         meta={"kind": rng.choice(["rare", "broad"])}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    traces = synthetic(30_000)
+    path = tmp_path_factory.mktemp("s") / "big.jsonl"
+    write_traces(path, traces)
+    return traces, path
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_split_counts_equal_object_counts(big, workers, monkeypatch):
+    traces, path = big
+    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
+    assert count_file(path, workers=workers) == count_buckets(traces)
+    assert count_file(path, by="kind", require="all", workers=workers) == count_buckets(traces, "kind", "all")
+
+
+def test_ranges_split_at_line_starts(big, monkeypatch):
+    _, path = big
+    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
+    data = path.read_bytes()
+    ranges = _ranges(path, 4)
+    assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    assert _ranges(path, 1) == [(0, len(data))]
+    for (a, b), (c, _) in zip(ranges, ranges[1:]):
+        assert b == c and data[c - 1:c] == b"\n"
+
+
+def test_error_line_numbers_are_global_across_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
+    path = tmp_path / "t.jsonl"
+    write_traces(path, synthetic(2000))
+    lines = path.read_text().splitlines()
+    lines[1733] = '{"query_id": "bad", "prompt": "d1"}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceError, match=r"line 1734, field 'prompt'"):
+        count_file(path, workers=2)
+
+
+def test_duplicates_across_chunks_are_found_with_both_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
+    path = tmp_path / "t.jsonl"
+    traces = synthetic(1000)
+    write_traces(path, traces + [traces[3]])
+    with pytest.raises(TraceError, match=r"line 1001, field 'query_id': duplicate .*first on line 4"):
+        count_file(path, workers=2)
+
+
+def test_gzip_and_several_files(tmp_path):
+    traces = synthetic(500)
+    plain, packed = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    write_traces(plain, traces[:200])
+    write_traces(packed, traces[200:])
+    assert gzip.open(packed).read(1) == b"{"
+    assert count_files([plain, packed]) == count_buckets(traces)

@@ -1,0 +1,131 @@
+"""The trace record and its JSON Lines reader/writer."""
+
+import gzip
+import json
+
+import pytest
+
+from ragstage import Trace, TraceError, read_traces, write_traces
+from ragstage.trace import FIELDS, check_record, read_records
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_fields_are_exactly_the_documented_ones():
+    assert list(FIELDS) == ["query_id", "pipeline", "query", "gold", "answerable", "retrieved", "reranked",
+                            "prompt", "answer", "answer_ids", "correct", "refused", "claims", "query_ok",
+                            "error", "model", "prompt_version", "timestamp", "meta"]
+
+
+def test_defaults_and_keyword_construction():
+    t = Trace(query_id="q1", gold=["d1"], retrieved=["d1", "d2"])
+    assert t.pipeline == "default" and t.answerable is True and t.refused is False
+    assert t.reranked is None and t.prompt is None and t.correct is None
+    assert t.gold == ("d1",) and t.retrieved == ("d1", "d2") and t.meta == {}
+
+
+def test_from_dict_accepts_scored_retrieval_and_round_trips(tmp_path):
+    t = Trace.from_dict({"query_id": "q", "retrieved": [{"id": "a", "score": 2}, {"id": "b", "score": 1.5}]})
+    assert t.retrieved == ("a", "b") and t.retrieved_scores == (2.0, 1.5)
+    path = tmp_path / "t.jsonl"
+    write_traces(path, [t])
+    line = json.loads(path.read_text())
+    assert line["retrieved"] == [{"id": "a", "score": 2.0}, {"id": "b", "score": 1.5}]
+    assert list(read_traces(path)) == [t]
+
+
+def test_integer_ids_are_read_as_text():
+    t = Trace.from_dict({"query_id": 7, "gold": [13, "x"]})
+    assert t.query_id == "7" and t.gold == ("13", "x")
+
+
+@pytest.mark.parametrize("record, field, words", [
+    ({"query_id": "q", "gold": "d1"}, "gold", "list of ids"),
+    ({"query_id": "q", "promt": ["d1"]}, "promt", "unknown field"),
+    ({"gold": ["d1"]}, "query_id", "missing"),
+    ({"query_id": None}, "query_id", "missing"),
+    ({"query_id": "q", "answerable": "yes"}, "answerable", "true or false"),
+    ({"query_id": "q", "claims": [1, 0]}, "claims", "claim labels"),
+    ({"query_id": "q", "gold": [True]}, "gold", "ids must be"),
+    ({"query_id": "q", "retrieved": [{"id": "a"}]}, "retrieved", "score"),
+    ({"query_id": "q", "retrieved": [{"id": "a", "score": 1, "rank": 1}]}, "retrieved", "unknown key"),
+    ({"query_id": "q", "error": "down"}, "error", "stage"),
+    ({"query_id": "q", "meta": []}, "meta", "object"),
+    ({"query_id": "q", "retrieved": None}, "retrieved", "null"),
+])
+def test_bad_fields_name_the_field(record, field, words):
+    with pytest.raises(TraceError) as info:
+        check_record(record)
+    assert info.value.field == field
+    assert words in str(info.value)
+
+
+def test_keyword_construction_is_checked_like_a_file():
+    with pytest.raises(TraceError, match="field 'gold'"):
+        Trace(query_id="q", gold="d1")
+
+
+def test_reader_names_file_line_and_field(tmp_path):
+    path = write_lines(tmp_path / "bad.jsonl", ['{"query_id": "a"}', "", '{"query_id": "b", "gold": "d1"}'])
+    with pytest.raises(TraceError) as info:
+        list(read_traces(path))
+    err = info.value
+    assert (err.path, err.line, err.field) == (str(path), 3, "gold")
+    assert str(err).startswith(f"{path}, line 3, field 'gold': ")
+
+
+def test_invalid_json_names_the_line(tmp_path):
+    path = write_lines(tmp_path / "bad.jsonl", ['{"query_id": "a"}', '{"query_id": "b",'])
+    with pytest.raises(TraceError, match=r"line 2: invalid JSON"):
+        list(read_traces(path))
+
+
+def test_non_object_line_is_rejected(tmp_path):
+    path = write_lines(tmp_path / "bad.jsonl", ['["query_id", "a"]'])
+    with pytest.raises(TraceError, match="line 1: a trace must be a JSON object"):
+        list(read_traces(path))
+
+
+def test_duplicate_query_and_pipeline_is_an_error(tmp_path):
+    path = write_lines(tmp_path / "dup.jsonl", ['{"query_id": "a", "pipeline": "x"}',
+                                                 '{"query_id": "a", "pipeline": "y"}',
+                                                 '{"query_id": "a", "pipeline": "x"}'])
+    with pytest.raises(TraceError, match=r"line 3, field 'query_id': duplicate .*first on line 1"):
+        list(read_traces(path))
+
+
+def test_gzip_round_trip(tmp_path):
+    traces = [Trace(query_id=f"q{i}", gold=["d"], prompt=["d"], correct=bool(i % 2)) for i in range(5)]
+    path = tmp_path / "t.jsonl.gz"
+    assert write_traces(path, traces) == 5
+    with gzip.open(path, "rt") as handle:
+        assert len(handle.readlines()) == 5
+    assert list(read_traces(path)) == traces
+
+
+def test_missing_file_and_corrupt_gzip(tmp_path):
+    with pytest.raises(TraceError, match="cannot open"):
+        list(read_traces(tmp_path / "nope.jsonl"))
+    bad = tmp_path / "broken.jsonl.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(TraceError, match="unreadable"):
+        list(read_traces(bad))
+
+
+def test_reader_streams(tmp_path):
+    # The second line is bad: a streaming reader yields the first before failing.
+    path = write_lines(tmp_path / "s.jsonl", ['{"query_id": "a"}', '{"query_id": 1.5}'])
+    stream = read_records(path)
+    assert next(stream)[0] == 1
+    with pytest.raises(TraceError, match="line 2"):
+        next(stream)
+
+
+def test_replace_checks_the_change():
+    t = Trace(query_id="q", gold=["d1"])
+    assert t.replace(prompt=["d1"]).prompt == ("d1",)
+    with pytest.raises(TraceError):
+        t.replace(prompt="d1")
