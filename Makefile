@@ -1,0 +1,27 @@
+# The two commands of the README. Both create .venv (if missing) and install everything.
+#   make lab   - open the workbook (chapter 1) in JupyterLab
+#   make test  - run every test and re-execute every notebook: pytest --nbval
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+# The CPU build of torch on this project's machines; pip takes a local wheel when one exists.
+TORCH  ?= torch==2.13.0
+
+.PHONY: install lab test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[all]"
+	touch $@
+
+install: $(VENV)/.installed
+
+lab: install
+	$(BIN)/jupyter lab notebooks/01_five_cases.ipynb
+
+test: install
+	$(BIN)/python -m pytest --nbval tests notebooks
