@@ -1,0 +1,303 @@
+"""Seeded simulations for the chapters that need more questions than a hand fixture holds.
+
+Two simulations live here.
+
+* :func:`simulate_pipeline` runs a made-up five-stage RAG system (query understanding,
+  retrieval, reranking, prompt assembly, generation) over synthetic questions and writes
+  ordinary :class:`~ragstage.trace.Trace` records, so the attribution, the funnel and the
+  plots read them exactly as they read real logs. Each stage passes the gold passage on
+  with a probability you choose; the result also carries the *gold-context oracle* (the
+  same questions with the gold passage forced into the prompt), so the two oracle
+  experiments can be run on it.
+* :func:`interval_coverage` measures how often the Wilson and the normal interval really
+  contain the true rate at small n.
+
+Everything is seeded (``numpy.random.default_rng(seed)``): the same call prints the same
+numbers on every machine. These are stand-ins for a real system; never read them as
+measurements of one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .attribution import Stage, diagnose
+from .stats import Z95, normal_interval, wilson
+from .trace import Trace
+
+__all__ = [
+    "STAGES",
+    "GENERATION_KINDS",
+    "end_to_end",
+    "SimRun",
+    "simulate_pipeline",
+    "correctness",
+    "sufficiency",
+    "generation_kind",
+    "interval_coverage",
+]
+
+#: The five stages, in the order the evidence passes them.
+STAGES: tuple[str, ...] = ("query_understanding", "retrieval", "reranking", "prompt_assembly", "generation")
+
+#: How a generation failure can look when the gold passage was in the prompt.
+GENERATION_KINDS: tuple[str, ...] = ("ignored_context", "wrong_passage", "partial")
+
+_DEFAULT_KINDS = {"ignored_context": 0.5, "wrong_passage": 0.3, "partial": 0.2}
+
+
+def end_to_end(rates: Mapping[str, float]) -> float:
+    """The end-to-end success rate of stages in series: the product of their pass rates.
+
+    A stage left out passes everything. Five stages at 0.9 give 0.9**5 = 0.590; retrieval at
+    0.7 with the rest perfect gives 0.7, and so does generation at 0.7 with the rest perfect.
+    """
+    _check_rates(rates)
+    return float(math.prod(rates.get(s, 1.0) for s in STAGES))
+
+
+def _check_rates(rates: Mapping[str, float]) -> None:
+    unknown = set(rates) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stage(s) {sorted(unknown)}; stages: {', '.join(STAGES)}")
+    for stage, rate in rates.items():
+        if not 0.0 <= float(rate) <= 1.0:
+            raise ValueError(f"the pass rate of {stage} must lie in [0, 1], got {rate}")
+
+
+def _check_kinds(kinds: Mapping[str, float]) -> dict[str, float]:
+    unknown = set(kinds) - set(GENERATION_KINDS)
+    if unknown:
+        raise ValueError(f"unknown generation kind(s) {sorted(unknown)}; kinds: {', '.join(GENERATION_KINDS)}")
+    total = float(sum(kinds.values()))
+    if total <= 0 or any(w < 0 for w in kinds.values()):
+        raise ValueError("generation kind weights must be non-negative and not all zero")
+    return {k: float(kinds.get(k, 0.0)) / total for k in GENERATION_KINDS}
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """One simulated run: the traces, and the gold-context oracle on the same questions.
+
+    ``oracle`` holds one trace per question in which retrieval, reranking and assembly are
+    bypassed: the prompt holds the gold passage (plus the distractors of the real prompt),
+    and the *same* simulated generator answers. Its correctness is the ceiling of the
+    generation stage; :func:`sufficiency` of ``traces`` is the ceiling of the upstream half.
+    """
+
+    traces: tuple[Trace, ...]
+    oracle: tuple[Trace, ...]
+    rates: Mapping[str, Mapping[str, float]]
+    seed: int
+
+
+def _type_specs(rates: Mapping[str, float] | None, types: Mapping[str, Mapping] | None
+                ) -> list[tuple[str, float, dict[str, float], dict[str, float]]]:
+    if (rates is None) == (types is None):
+        raise ValueError("give either rates (one kind of question) or types (several), not both")
+    if rates is not None:
+        _check_rates(rates)
+        return [("all", 1.0, dict(rates), dict(_check_kinds(_DEFAULT_KINDS)))]
+    specs = []
+    for name, spec in types.items():  # type: ignore[union-attr]
+        extra = set(spec) - {"share", "rates", "kinds"}
+        if extra:
+            raise ValueError(f"question type {name!r}: unknown key(s) {sorted(extra)}")
+        _check_rates(spec["rates"])
+        specs.append((str(name), float(spec.get("share", 1.0)), dict(spec["rates"]),
+                      _check_kinds(spec.get("kinds", _DEFAULT_KINDS))))
+    total = sum(s[1] for s in specs)
+    if not specs or total <= 0:
+        raise ValueError("question type shares must add up to something positive")
+    return [(n, s / total, r, k) for n, s, r, k in specs]
+
+
+def simulate_pipeline(n: int, rates: Mapping[str, float] | None = None, *,
+                      types: Mapping[str, Mapping] | None = None, seed: int = 0,
+                      pipeline: str = "sim", k: int = 20, top_n: int = 5,
+                      corpus_size: int = 5000) -> SimRun:
+    """Run ``n`` synthetic questions through a five-stage system with the given pass rates.
+
+    ``rates`` maps a stage to the probability that it passes the gold passage on, *given*
+    that it received it (a stage left out passes everything; query understanding is only
+    judged, ``query_ok`` set, when you give it a rate). Or give ``types``: question type ->
+    ``{"share": ..., "rates": {...}, "kinds": {...}}``, where ``kinds`` weighs the three
+    ways generation fails (:data:`GENERATION_KINDS`); the type is stored as
+    ``meta["qtype"]`` so a report can be split by it.
+
+    Each question has one gold passage among ``corpus_size`` ids. Retrieval returns ``k``
+    candidates, the reranker cuts to ``top_n``, and assembly fits two to ``top_n`` passages
+    into the prompt. A stage that fails loses the gold passage; nothing downstream gets it
+    back. Generation answers ``ID: <id>``; its failures are labelled so that
+    :func:`ragstage.attribution.diagnose` and :func:`generation_kind` can tell the kinds apart.
+    """
+    if n < 1:
+        raise ValueError(f"n must be positive, got {n}")
+    if not 2 <= top_n <= k:
+        raise ValueError(f"need 2 <= top_n <= k, got top_n={top_n}, k={k}")
+    if corpus_size < k + 1:
+        raise ValueError(f"corpus_size must exceed k, got {corpus_size}")
+    specs = _type_specs(rates, types)
+    rng = np.random.default_rng(seed)
+    type_index = rng.choice(len(specs), size=n, p=[s[1] for s in specs])
+    width = len(str(corpus_size - 1))
+    traces: list[Trace] = []
+    oracle: list[Trace] = []
+    for i in range(n):
+        name, _, stage_rates, kinds = specs[int(type_index[i])]
+        # Every draw for this question happens here, in a fixed order, whatever the outcome:
+        # changing one stage's rate then changes that stage's outcomes and nothing else.
+        u = rng.random(len(STAGES))
+        ids = rng.choice(corpus_size, size=k + 1, replace=False)
+        r_rank = min(int(rng.geometric(0.35)), k)
+        n_rank = min(int(rng.geometric(0.6)), top_n)
+        budget = int(rng.integers(2, top_n + 1))
+        kind = GENERATION_KINDS[int(rng.choice(len(GENERATION_KINDS), p=[kinds[g] for g in GENERATION_KINDS]))]
+        gold, others = f"p{ids[0]:0{width}d}", [f"p{j:0{width}d}" for j in ids[1:]]
+        passed = {s: bool(u[j] < stage_rates.get(s, 1.0)) for j, s in enumerate(STAGES)}
+
+        query_ok = passed["query_understanding"] if "query_understanding" in stage_rates else None
+        alive = passed["query_understanding"]
+        retrieved = others[:k]
+        if alive and passed["retrieval"]:
+            retrieved = others[: r_rank - 1] + [gold] + others[r_rank - 1: k - 1]
+        alive = alive and passed["retrieval"]
+        non_gold = [d for d in retrieved if d != gold]
+        if alive and passed["reranking"]:
+            reranked = non_gold[: n_rank - 1] + [gold] + non_gold[n_rank - 1: top_n - 1]
+        else:
+            reranked = non_gold[:top_n]
+        alive = alive and passed["reranking"]
+        if alive and passed["prompt_assembly"]:
+            prompt = reranked[: max(budget, reranked.index(gold) + 1)]
+        else:
+            prompt = [d for d in reranked if d != gold][:budget]
+        alive = alive and passed["prompt_assembly"]
+
+        meta = {"qtype": name} if types is not None else {}
+        base = dict(query_id=f"{pipeline}-{i:04d}", pipeline=pipeline, gold=[gold], retrieved=retrieved,
+                    reranked=reranked, query_ok=query_ok, meta=meta)
+        if alive:
+            answer = _answer(gold, prompt, passed["generation"], kind)
+        else:  # the model never saw the gold passage: it names the first passage it did see
+            answer = {"answer_ids": prompt[:1], "correct": False}
+        traces.append(Trace.from_dict({**base, "prompt": prompt, **_answer_fields(answer)}))
+
+        oracle_prompt = [gold] + [d for d in prompt if d != gold][: budget - 1]
+        oracle.append(Trace.from_dict({
+            "query_id": base["query_id"], "pipeline": f"{pipeline} + gold-context oracle", "gold": [gold],
+            "retrieved": oracle_prompt, "prompt": oracle_prompt, "meta": meta,
+            **_answer_fields(_answer(gold, oracle_prompt, passed["generation"], kind))}))
+    used = {name: rates_ for name, _, rates_, _ in specs}
+    return SimRun(traces=tuple(traces), oracle=tuple(oracle), rates=used, seed=seed)
+
+
+def _answer(gold: str, prompt: Sequence[str], ok: bool, kind: str) -> dict:
+    """The simulated generator, given a prompt that holds the gold passage."""
+    if ok:
+        return {"answer_ids": [gold], "correct": True}
+    wrong = [d for d in prompt if d != gold]
+    if kind == "wrong_passage" and wrong:
+        return {"answer_ids": wrong[:1], "correct": False}
+    if kind == "partial":
+        return {"answer_ids": [gold], "correct": False}
+    # ignored the context: answered from memory, naming no passage, with an unsupported claim
+    return {"answer_ids": [], "correct": False, "claims": [False]}
+
+
+def _answer_fields(answer: Mapping) -> dict:
+    ids = answer["answer_ids"]
+    text = "ID: " + (ids[0] if ids else "NONE")
+    return {"answer": text, **answer}
+
+
+def correctness(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:
+    """``(k, n)``: how many traces were answered correctly (bucket ``none``), out of all."""
+    stages = [diagnose(t, require).stage for t in traces]
+    return sum(s is Stage.NONE for s in stages), len(stages)
+
+
+def sufficiency(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:
+    """``(k, n)``: how many assembled prompts contain the gold evidence.
+
+    This is the retrieved-context sufficiency experiment with an exact judge: it scores
+    query understanding, retrieval, reranking and assembly together and ignores what the
+    model did with the prompt. Questions without gold ids are left out of ``n``.
+    """
+    k = n = 0
+    for t in traces:
+        gold = set(t.gold)
+        if not gold:
+            continue
+        n += 1
+        if t.prompt is None:
+            continue
+        kept = gold.intersection(t.prompt)
+        k += bool(kept) if require == "any" else kept == gold
+    return k, n
+
+
+def generation_kind(trace: Trace, require: str = "any") -> str | None:
+    """Which kind of generation failure a trace shows, or None if it is not one.
+
+    The last branch of the decision tree, for a wrong answer whose gold passage was in the
+    prompt:
+
+    * ``"refused"``: declined although the evidence was there;
+    * ``"ignored_context"``: the answer is not supported by the prompt (a claim labelled
+      unsupported, or a cited id that is not in the prompt): it answered from memory;
+    * ``"wrong_passage"``: it named passages from the prompt, none of them gold (often an
+      assembly ordering problem in disguise);
+    * ``"partial"``: it named the gold passage and was still judged wrong: faithful but
+      incomplete;
+    * ``"unclassified"``: a generation failure the trace holds too little to split.
+    """
+    if diagnose(trace, require).stage is not Stage.GENERATION:
+        return None
+    if trace.refused:
+        return "refused"
+    prompt = set(trace.prompt or ())
+    answer_ids = list(trace.answer_ids or ())
+    if (trace.claims and not all(trace.claims)) or any(a not in prompt for a in answer_ids):
+        return "ignored_context"
+    if answer_ids and not set(trace.gold).intersection(answer_ids):
+        return "wrong_passage"
+    if answer_ids:
+        return "partial"
+    return "unclassified"
+
+
+def interval_coverage(ns: Sequence[int], ps: Sequence[float], *, reps: int = 20_000, seed: int = 0,
+                      z: float = Z95) -> pd.DataFrame:
+    """Simulated coverage of the Wilson and normal 95% intervals.
+
+    For each ``(n, p)``, draw ``reps`` binomial counts, build both intervals for each, and
+    report the share that contain ``p``. Nominal coverage is 95%; the normal interval falls
+    well short at small n and near 0 or 1 (at k = 0 or k = n it has zero width). Columns:
+    ``method, n, p, coverage`` plus ``mc_low, mc_high``, the Wilson interval of the
+    simulation itself, so its own noise is visible.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be positive, got {reps}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in ns:
+        if n < 1:
+            raise ValueError(f"n must be positive, got {n}")
+        bounds = {"wilson": [wilson(k, n, z) for k in range(n + 1)],
+                  "normal": [normal_interval(k, n, z) for k in range(n + 1)]}
+        for p in ps:
+            if not 0 < p < 1:
+                raise ValueError(f"p must lie strictly between 0 and 1, got {p}")
+            draws = rng.binomial(n, p, size=reps)
+            for method, table in bounds.items():
+                covers = np.array([lo <= p <= hi for lo, hi in table])
+                hit = int(covers[draws].sum())
+                lo, hi = wilson(hit, reps)
+                rows.append((method, int(n), float(p), hit / reps, lo, hi))
+    return pd.DataFrame(rows, columns=["method", "n", "p", "coverage", "mc_low", "mc_high"])
