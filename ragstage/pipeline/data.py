@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 
 import orjson
 
-__all__ = ["BeirData", "DataError", "load_beir"]
+__all__ = ["BeirData", "DataError", "doc_text", "hash_corpus", "load_beir"]
 
 
 class DataError(ValueError):
@@ -50,17 +50,8 @@ class BeirData:
 
     @cached_property
     def corpus_hash(self) -> str:
-        """sha256 over the corpus content (ids, titles, texts) in id order.
-
-        Caches of embeddings and retrieval results are keyed by it, so editing one abstract
-        of a fixture invalidates them instead of serving stale vectors.
-        """
-        digest = hashlib.sha256()
-        for doc_id in sorted(self.corpus):
-            doc = self.corpus[doc_id]
-            digest.update(orjson.dumps([doc_id, doc["title"], doc["text"]]))
-            digest.update(b"\n")
-        return digest.hexdigest()
+        """See :func:`hash_corpus`."""
+        return hash_corpus(self.corpus)
 
     def limit(self, n: int | None) -> "BeirData":
         """The first ``n`` queries (file order) with their qrels; the whole corpus is kept."""
@@ -71,6 +62,25 @@ class BeirData:
         keep = list(self.queries)[:n]
         return BeirData(self.corpus, {q: self.queries[q] for q in keep},
                         {q: self.qrels[q] for q in keep}, self.source, dict(self.meta))
+
+
+def hash_corpus(corpus: Mapping[str, Mapping[str, str]]) -> str:
+    """sha256 over the corpus content (ids, titles, texts) in id order.
+
+    Caches of embeddings and retrieval results are keyed by it, so editing one abstract
+    of a fixture invalidates them instead of serving stale vectors.
+    """
+    digest = hashlib.sha256()
+    for doc_id in sorted(corpus):
+        doc = corpus[doc_id]
+        digest.update(orjson.dumps([doc_id, doc.get("title", ""), doc["text"]]))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def doc_text(doc: Mapping[str, str]) -> str:
+    """The text every retriever and reranker sees: ``title + " " + text``."""
+    return f"{doc.get('title', '')} {doc['text']}".strip()
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -1,0 +1,109 @@
+"""``ragstage run``: one pipeline over a BEIR dataset, from the command line.
+
+:func:`add_run_arguments` fills an argparse (sub)parser and :func:`run_from_args` runs it;
+``ragstage/cli.py`` wires them as the ``run`` subcommand. User errors (a bad data folder, a
+wrong checksum, an unknown prompt version, a model that cannot be loaded) raise ValueError
+subclasses with a one-line message.
+
+``--embedder standin`` and ``--generator standin`` select the offline stand-ins of
+:mod:`ragstage.pipeline.offline`; every trace and the receipt then say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .data import BeirData, load_beir
+from .download import default_cache_dir, scifact
+from .embedding import DEFAULT_EMBEDDER, Embedder
+from .generation import DEFAULT_GENERATOR, TEMPLATES, HFGenerator
+from .models import ModelSpec
+from .offline import minilm_standin, qwen_coder_standin
+from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker, Reranker
+from .retrieval import BM25Retriever, DenseRetriever, Retriever
+from .run import Pipeline
+
+__all__ = ["add_run_arguments", "run_from_args", "STANDIN"]
+
+#: The value of --embedder / --generator that selects the offline stand-in.
+STANDIN = "standin"
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``run`` options to ``parser`` (returned for chaining)."""
+    parser.add_argument("--data", required=True, help="'scifact' (downloaded once, md5-checked) or a BEIR folder")
+    parser.add_argument("--split", default="test", help="qrels split (default: test)")
+    parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
+    parser.add_argument("--reranker", choices=("none", "cross-encoder", "dense-rescore"), default="none",
+                        help="dense-rescore re-scores with the embedder: offline, and NOT a cross-encoder")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                        help=f"model id or path for dense retrieval / dense-rescore; '{STANDIN}' = offline MiniLM copy")
+    parser.add_argument("--cross-encoder", default=DEFAULT_CROSS_ENCODER, help="model id or path")
+    parser.add_argument("--generator", default=DEFAULT_GENERATOR,
+                        help=f"model id or path; '{STANDIN}' = offline Qwen2.5-Coder GGUF stand-in")
+    parser.add_argument("--gguf-file", default=None, help="GGUF file name inside the --generator folder")
+    parser.add_argument("--prompt-version", choices=sorted(TEMPLATES), default="original")
+    parser.add_argument("--budget", type=int, default=1024, help="prompt token budget (generator tokenizer)")
+    parser.add_argument("--top-k", type=int, default=100, help="retrieval depth")
+    parser.add_argument("--rerank-n", type=int, default=10, help="candidates kept after reranking")
+    parser.add_argument("--prompt-top", type=int, default=5, help="reranked passages offered to the prompt")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    parser.add_argument("--batch-size", type=int, default=4, help="generation batch size")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--name", default=None, help="pipeline name (default: e.g. bm25+ce)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="root of the data, model and stage caches (default: $RAGSTAGE_CACHE or ~/.cache/ragstage)")
+    parser.add_argument("--out", type=Path, required=True, help="run folder for traces.jsonl and receipt.json")
+    return parser
+
+
+def _data(args: argparse.Namespace, cache: Path) -> BeirData:
+    data = scifact(cache, args.split) if args.data == "scifact" else load_beir(args.data, args.split)
+    return data.limit(args.limit)
+
+
+def _embedder(args: argparse.Namespace, cache: Path) -> Embedder:
+    model: ModelSpec = minilm_standin() if args.embedder == STANDIN else args.embedder
+    return Embedder(model, device=args.device, cache_dir=cache)
+
+
+def _retriever(args: argparse.Namespace, data: BeirData, cache: Path) -> Retriever:
+    if args.retriever == "bm25":
+        return BM25Retriever(data.corpus)
+    return DenseRetriever(data.corpus, _embedder(args, cache))
+
+
+def _reranker(args: argparse.Namespace, cache: Path) -> Reranker:
+    if args.reranker == "cross-encoder":
+        return CrossEncoderReranker(args.cross_encoder, device=args.device)
+    if args.reranker == "dense-rescore":
+        return DenseRescoreReranker(_embedder(args, cache))
+    return NoReranker()
+
+
+def _generator(args: argparse.Namespace, cache: Path) -> HFGenerator:
+    model: ModelSpec = qwen_coder_standin(cache) if args.generator == STANDIN else args.generator
+    return HFGenerator(model, gguf_file=args.gguf_file, device=args.device, batch_size=args.batch_size)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the pipeline the arguments describe; print where the results are; return 0."""
+    for name in ("budget", "top_k", "rerank_n", "prompt_top", "batch_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    cache = args.cache_dir or default_cache_dir()
+    data = _data(args, cache)
+    pipeline = Pipeline(_retriever(args, data, cache), _reranker(args, cache), _generator(args, cache),
+                        budget=args.budget, top_k=args.top_k, rerank_n=args.rerank_n, prompt_top=args.prompt_top,
+                        prompt_version=args.prompt_version, name=args.name, cache_dir=cache / "stages")
+    result = pipeline.run(data.queries, data.qrels, args.out, data_info={"source": data.source, **data.meta})
+    counts = result.receipt["counts"]
+    print(f"{pipeline.name}: {counts['traces']} traces -> {result.traces} "
+          f"({counts['generated']} generated, {counts['generation_cache_hits']} from cache, "
+          f"{counts['errors']} service errors, {result.receipt['wall_seconds']:.1f} s)")
+    for label in result.receipt["stand_ins"]:
+        print(f"  uses {label}")
+    sys.stdout.flush()
+    return 0
