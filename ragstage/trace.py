@@ -9,10 +9,9 @@ silently treated as "no prompt" or as a list of single characters.
 from __future__ import annotations
 
 import gzip
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
 import orjson
 
@@ -267,11 +266,11 @@ class Trace:
         return Trace.from_dict(record)
 
 
-def open_text(path: str | Path, mode: str = "r") -> io.TextIOBase:
+def open_text(path: str | Path, mode: str = "r") -> IO[str]:
     """Open a trace file as text; ``.gz`` files are (de)compressed transparently."""
     p = Path(path)
     if p.suffix == ".gz":
-        return gzip.open(p, mode + "t", encoding="utf-8")  # type: ignore[return-value]
+        return cast(IO[str], gzip.open(p, mode + "t", encoding="utf-8"))
     return open(p, mode, encoding="utf-8")  # noqa: SIM115 - caller closes
 
 

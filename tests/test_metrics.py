@@ -4,8 +4,16 @@ import math
 
 import pytest
 
-from ragstage.metrics import (claim_support, context_precision, evidence_retention, hit_at_k, ndcg_at_k,
-                              recall_at_k, reciprocal_rank, refusal_accuracy)
+from ragstage.metrics import (
+    claim_support,
+    context_precision,
+    evidence_retention,
+    hit_at_k,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    refusal_accuracy,
+)
 
 
 def test_recall_and_hit():

@@ -1,8 +1,9 @@
 """One dependency list: environment.yml, the Makefile and CI all point at pyproject.toml."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,16 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from ragstage.stats import (Z95, bootstrap_mean_ci, half_width, mcnemar, normal_interval, paired_counts,
-                            sample_size, wilson)
+from ragstage.stats import (
+    Z95,
+    bootstrap_mean_ci,
+    half_width,
+    mcnemar,
+    normal_interval,
+    paired_counts,
+    sample_size,
+    wilson,
+)
 
 
 def test_published_eleven_of_fifteen():

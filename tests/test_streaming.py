@@ -45,7 +45,7 @@ def test_ranges_split_at_line_starts(big, monkeypatch):
     ranges = _ranges(path, 4)
     assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
     assert _ranges(path, 1) == [(0, len(data))]
-    for (a, b), (c, _) in zip(ranges, ranges[1:]):
+    for (_, b), (c, _) in zip(ranges, ranges[1:]):
         assert b == c and data[c - 1:c] == b"\n"
 
 
