@@ -37,6 +37,7 @@ CSS classes (stable, for browser tests and for styling). ``<qid>`` is the case's
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import re
@@ -390,6 +391,7 @@ class IntervalExplorer:
         self.text = W.HTML().add_class("ragstage-interval-text")
         self.output = W.Output()
         self.figure: Any = None
+        self._holding = False
         self.wilson: tuple[float, float] = (0.0, 1.0)
         self.normal: tuple[float, float] = (0.0, 1.0)
         self.n_slider.observe(self._on_n, names="value")
@@ -400,9 +402,13 @@ class IntervalExplorer:
 
     def _on_n(self, change: dict) -> None:
         n = int(change["new"])
-        if self.k_slider.value > n:
-            self.k_slider.value = n  # this fires _update through the k observer
-        self.k_slider.max = n
+        self._holding = True  # one redraw for the whole change, not one per slider trait
+        try:
+            if self.k_slider.value > n:
+                self.k_slider.value = n
+            self.k_slider.max = n
+        finally:
+            self._holding = False
         self._update()
 
     @property
@@ -415,7 +421,7 @@ class IntervalExplorer:
 
     def _update(self) -> None:
         k, n = self.k, self.n
-        if k > n:  # mid-update, before the cap has been applied
+        if self._holding or k > n:  # mid-update, before the cap has been applied
             return
         self.wilson = wilson(k, n)
         self.normal = normal_interval(k, n)
@@ -435,19 +441,17 @@ class IntervalExplorer:
 
         self.figure = interval_plot({f"{self.k} of {self.n}": (self.k, self.n)}, normal=True,
                                     title="95% intervals")
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover
-            return
-        if get_ipython() is None:  # plain Python (tests): keep the figure, show nothing
-            return
-        from IPython.display import Image, display
-
+        # Set the Output widget's content directly (a display_data message, as the front end
+        # would store it) instead of capturing display() calls: this needs no running kernel,
+        # works the same in JupyterLab, Colab and tests, and keeps executed notebooks small.
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png", dpi=90)
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(Image(data=buffer.getvalue()))
+        self.output.outputs = ({
+            "output_type": "display_data",
+            "data": {"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+                     "text/plain": f"<interval plot: {self.k} of {self.n}>"},
+            "metadata": {},
+        },)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - needs a front end
         from IPython.display import display

@@ -184,3 +184,14 @@ def test_interval_explorer_caps_k_at_n():
     assert "210 of 300" in ex.text.value
     with pytest.raises(ValueError):
         IntervalExplorer(k=16, n=15)
+
+
+def test_interval_explorer_draws_into_its_output_widget():
+    ex = IntervalExplorer(k=3, n=10)
+    (out,) = ex.output.outputs
+    assert out["output_type"] == "display_data"
+    assert out["data"]["image/png"].startswith("iVBOR")  # base64 of a PNG header
+    first = ex.figure
+    ex.k_slider.value = 4
+    assert ex.figure is not first
+    assert ex.output.outputs[0]["data"]["text/plain"] == "<interval plot: 4 of 10>"
