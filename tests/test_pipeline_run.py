@@ -1,0 +1,157 @@
+"""Whole runs on the mini corpus with tiny models: traces, caches, resume, re-generation, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from pipeline_helpers import MINI, CountingGenerator, tiny_models
+from ragstage.attribution import diagnose
+from ragstage.pipeline import (BM25Retriever, CrossEncoderReranker, DenseRescoreReranker, HFGenerator, NoReranker,
+                               Pipeline, generate_on_saved_prompts, load_beir)
+from ragstage.pipeline.cli_run import add_run_arguments, run_from_args
+from ragstage.trace import read_traces
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_beir(MINI)
+
+
+@pytest.fixture(scope="module")
+def generator():
+    return HFGenerator(str(tiny_models().generator), device="cpu", batch_size=4)
+
+
+def _pipeline(data, generator, cache, reranker=None, **kw):
+    return Pipeline(BM25Retriever(data.corpus), reranker or NoReranker(), generator, cache_dir=cache, **kw)
+
+
+def test_bm25_run_writes_one_valid_trace_per_claim(tmp_path, data, generator):
+    result = _pipeline(data, generator, tmp_path / "cache").run(data.queries, data.qrels, tmp_path / "run",
+                                                                data_info=data.meta)
+    traces = list(read_traces(result.traces))
+    assert [t.query_id for t in traces] == list(data.queries)
+    for t in traces:
+        assert t.pipeline == "bm25" and t.prompt_version == "original" and t.timestamp
+        assert set(t.prompt) <= set(t.reranked) <= set(t.retrieved)
+        assert list(t.gold) == list(data.qrels[t.query_id])
+        assert t.model == generator.name and t.error is None
+        assert t.meta["unparsed"] == (t.meta["parsed"] is None)
+        assert t.correct == (bool(t.answer_ids) and t.answer_ids[0] in t.gold)
+    by_id = {t.query_id: t for t in traces}
+    assert diagnose(by_id["1"]).stage.value == "retrieval"       # no shared term
+    assert diagnose(by_id["2"]).stage.value == "reranking"       # near-duplicates fill the top 10
+    assert by_id["3"].meta["budget_stopped_at"] is not None
+    receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())
+    assert receipt["counts"] == {"traces": 12, "errors": 0, "generated": 12, "generation_cache_hits": 0}
+    assert receipt["data"]["corpus_hash"] == data.corpus_hash and receipt["stand_ins"] == []
+    assert receipt["packages"]["transformers"] and receipt["settings"]["budget"] == 1024
+    saved = [json.loads(line) for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()]
+    assert [(s["query_id"], tuple(s["ids"])) for s in saved] == [(t.query_id, tuple(t.prompt)) for t in traces]
+
+
+def test_same_prompt_is_never_generated_twice(tmp_path, data, generator):
+    cache = tmp_path / "cache"
+    first = _pipeline(data, generator, cache).run(data.queries, data.qrels, tmp_path / "a")
+    counting = CountingGenerator(generator)
+    second = _pipeline(data, counting, cache).run(data.queries, data.qrels, tmp_path / "b")
+    assert counting.seen == [] and second.generated == 0
+    answers = lambda r: [(t.query_id, t.answer) for t in read_traces(r.traces)]  # noqa: E731
+    assert answers(first) == answers(second)
+    # a different pipeline whose prompts coincide for some claims only generates the new ones
+    rescore = DenseRescoreReranker(str(tiny_models().embedder), device="cpu", cache_dir=cache)
+    third = _pipeline(data, counting, cache, reranker=rescore).run(data.queries, data.qrels, tmp_path / "c")
+    assert third.receipt["pipeline"] == "bm25+rescore"
+    assert len(counting.seen) == third.generated == len(set(counting.seen))
+    assert third.generated + third.receipt["counts"]["generation_cache_hits"] == 12
+
+
+def test_interrupted_run_resumes_without_redoing_finished_work(tmp_path, data, generator):
+    cache = tmp_path / "cache"
+    crashing = CountingGenerator(generator, fail_after=5)
+    with pytest.raises(KeyboardInterrupt):
+        _pipeline(data, crashing, cache).run(data.queries, data.qrels, tmp_path / "run")
+    done_before = list(crashing.seen)
+    assert len(done_before) == 4  # one full batch of 4 finished; the second batch was in flight
+    assert not (tmp_path / "run" / "traces.jsonl").exists()
+    # tear the last cached line, as a kill in the middle of a write would
+    store = next((cache / "generations").glob("*.jsonl"))
+    with open(store, "ab") as handle:
+        handle.write(b'{"key": "torn", "val')
+    resumed = CountingGenerator(generator)
+    result = _pipeline(data, resumed, cache).run(data.queries, data.qrels, tmp_path / "run")
+    assert len(resumed.seen) == 12 - 4 and not set(resumed.seen) & set(done_before)
+    assert result.generated == 8 and len(list(read_traces(result.traces))) == 12
+    assert store.read_bytes().endswith(b"\n") and b"torn" not in store.read_bytes()
+
+
+def test_reranker_service_failure_is_recorded_on_each_trace(tmp_path, data, generator):
+    counting = CountingGenerator(generator)
+    broken = CrossEncoderReranker(str(tmp_path / "retired-model"), device="cpu")
+    result = _pipeline(data, counting, tmp_path / "cache", reranker=broken).run(data.queries, data.qrels,
+                                                                               tmp_path / "run")
+    traces = list(read_traces(result.traces))
+    assert len(traces) == 12 and counting.seen == []
+    for t in traces:
+        assert t.error["stage"] == "reranking" and "retired-model" in t.error["message"]
+        assert t.reranked is None and t.prompt is None and t.retrieved
+        assert diagnose(t).stage.value == "endpoint_unavailable"
+    assert result.receipt["counts"]["errors"] == 12 and result.receipt["pipeline"] == "bm25+ce"
+
+
+def test_cross_encoder_pipeline_keeps_prompt_within_rerank_within_retrieval(tmp_path, data, generator):
+    ce = CrossEncoderReranker(str(tiny_models().cross_encoder), device="cpu")
+    result = _pipeline(data, generator, tmp_path / "cache", reranker=ce, rerank_n=4, budget=300).run(
+        data.limit(4).queries, data.limit(4).qrels, tmp_path / "run")
+    for t in read_traces(result.traces):
+        assert len(t.reranked) == 4 and set(t.prompt) <= set(t.reranked) <= set(t.retrieved)
+        assert t.meta["prompt_tokens"] <= 300
+
+
+def test_generate_on_saved_prompts_uses_exactly_the_saved_passages(tmp_path, data, generator):
+    cache = tmp_path / "cache"
+    _pipeline(data, generator, cache).run(data.queries, data.qrels, tmp_path / "run")
+    saved = {json.loads(line)["query_id"]: json.loads(line)
+             for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()}
+    counting = CountingGenerator(generator)
+    result = generate_on_saved_prompts(tmp_path / "run", "revised", counting)
+    assert result.traces.name == "traces-revised.jsonl" and result.generated == 12
+    assert all("most relevant" in text for text in counting.seen)
+    assert sorted(counting.seen) == sorted(
+        generator.chat_text(__import__("ragstage.pipeline").pipeline.render_messages("revised", s["query"],
+                                                                                    s["context"]))
+        for s in saved.values())
+    before = {t.query_id: t for t in read_traces(tmp_path / "run" / "traces.jsonl")}
+    for t in read_traces(result.traces):
+        assert t.prompt_version == "revised"
+        assert (t.retrieved, t.reranked, t.prompt) == (before[t.query_id].retrieved, before[t.query_id].reranked,
+                                                       before[t.query_id].prompt)
+    assert json.loads((tmp_path / "run" / "receipt-revised.json").read_text())["generation_only"] is True
+    # without a generator argument, the one named in the receipt is rebuilt; all cached now
+    again = generate_on_saved_prompts(tmp_path / "run", "revised")
+    assert again.generated == 0
+
+
+def test_unknown_prompt_version_fails_before_any_work(tmp_path, data, generator):
+    with pytest.raises(ValueError, match="unknown prompt version 'fancy'"):
+        _pipeline(data, generator, tmp_path / "cache", prompt_version="fancy")
+
+
+def test_cli_run_on_a_beir_folder(tmp_path, capsys):
+    parser = add_run_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(["--data", str(MINI), "--retriever", "bm25", "--reranker", "none",
+                              "--generator", str(tiny_models().generator), "--limit", "3", "--budget", "600",
+                              "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run")])
+    assert run_from_args(args) == 0
+    assert "bm25: 3 traces" in capsys.readouterr().out
+    receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())
+    assert receipt["settings"]["budget"] == 600 and receipt["data"]["queries"] == 3
+    bad = parser.parse_args(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
+    with pytest.raises(ValueError, match="not a folder"):
+        run_from_args(bad)
+    zero = parser.parse_args(["--data", str(MINI), "--budget", "0", "--out", str(tmp_path / "x")])
+    with pytest.raises(ValueError, match="--budget must be at least 1"):
+        run_from_args(zero)
