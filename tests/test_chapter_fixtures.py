@@ -231,3 +231,84 @@ def test_simulated_coverage_agrees_with_the_exact_coverage():
     assert cov.equals(again)
     with pytest.raises(ValueError):
         interval_coverage([10], [1.0])
+
+
+# -- the exercises at the end of each chapter say what an edit should produce ------------------
+def test_chapter_1_exercises():
+    c = {t.query_id: t for t in load_traces("five_cases", "cases.jsonl")}
+    g = {t.query_id: t for t in load_traces("five_cases", "not_relevance.jsonl")}["G"]
+    d = diagnose(c["A"].replace(retrieved=["d1", "d2"]))
+    assert (d.stage.value, d.recall, d.retention) == ("reranking", 1.0, 0.0)
+    d = diagnose(c["D"].replace(prompt=["d1", "d2"]))
+    assert (d.stage.value, d.reason) == ("generation", REASONS["non_gold"])
+    assert diagnose(c["C"].replace(answer_ids=["d2"])).stage.value == "none"
+    assert [round(x, 3) for x in wilson(2, 5)] == [0.118, 0.769]
+    assert diagnose(c["E"].replace(refused=True)).reason == REASONS["refused"]
+    assert diagnose(g.replace(gold=["d3"])).stage.value == "none"
+
+
+def test_chapter_2_exercises():
+    from ragstage import funnel_from_counts, sample_size
+
+    assert [round(x, 3) for x in wilson(15, 15)] == [0.796, 1.0]
+    assert normal_interval(15, 15) == (1.0, 1.0)
+    assert [round(x, 3) for x in wilson(220, 300)] == [0.681, 0.780]
+    assert sample_size(0.7, 0.03) == 897
+    f = funnel_from_counts({"x": {"retrieval": 150, "reranking": 42, "prompt_assembly": 30, "generation": 38,
+                                  "none": 40}}).set_index("stage")
+    assert (f.loc["reranking", "entered"], f.loc["reranking", "survived"]) == (150, 108)
+    assert round(mcnemar(10, 2), 3) == 0.039
+    from ragstage.metrics import hit_at_k
+    runs = load_traces("intervals", "multi_relevant.jsonl")
+    hits = [hit_at_k(t.retrieved, t.gold, 5) for t in runs]
+    assert sum(hits) == 25
+    m03 = next(t for t in runs if t.query_id == "m03")
+    assert m03.gold == ("s020",) and m03.retrieved[0] == "s150" and not hit_at_k(m03.retrieved, m03.gold, 5)
+
+
+def test_chapter_3_exercises():
+    audit = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}
+    d = diagnose(audit["retrieval-miss"].replace(retrieved=["returns-v2", "returns-v1"]), "all")
+    assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
+    two = audit["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
+                                            prompt=["leave", "shipping"])
+    assert diagnose(two, "any").stage.value == "none" and diagnose(two, "any").recall == 0.5
+    batch = load_traces("incidents", "batch.jsonl")
+    after = load_traces("incidents", "after_fix.jsonl")
+    edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t for t in batch]
+    counts = replay(edited)
+    assert (counts["prompt_assembly"], counts["generation"]) == (8, 11)
+    honest = [t.replace(correct=True) if t.query_id in ("inc-210", "inc-211", "inc-212") else t for t in after]
+    c = compare(batch, honest)
+    assert (c.fixed, c.broken, round(c.p_value, 3)) == (5, 2, 0.453)
+    t231 = next(t for t in batch if t.query_id == "inc-231")
+    d = diagnose(t231.replace(answer="You get 25 days [1]. Part-timers get 12.", correct=False))
+    assert d.reason == REASONS["numeric_unmarked"]
+
+
+def test_chapter_4_exercises():
+    from ragstage import funnel
+
+    qu = load_traces("stages", "query_understanding.jsonl")
+    edited = [t.replace(query_ok=True) if t.query_id == "qu-1" else t for t in qu]
+    assert diagnose(edited[0]).stage.value == "retrieval"
+    f = funnel(edited, by=None).set_index("stage")
+    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (3, 4)
+    assert (f.loc["retrieval", "survived"], f.loc["retrieval", "entered"]) == (2, 3)
+    spec = load_json("stages", "systems.json")
+    n, seed = spec["n"], spec["seed"]
+    base = spec["readings"]["loss upstream"]
+    ref = simulate_pipeline(n, base, seed=seed)
+    perfect = simulate_pipeline(n, {**base, "retrieval": 1.0}, seed=seed)
+    assert abs(sufficiency(perfect.traces)[0] / n - 0.90) < 0.015
+    assert abs(correctness(perfect.traces)[0] / n - 0.86) < 0.015
+    assert correctness(perfect.oracle) == correctness(ref.oracle)
+    weaker = simulate_pipeline(n, {**base, "generation": 0.74}, seed=seed)
+    assert abs(correctness(weaker.traces)[0] / n - 0.53) < 0.015
+    assert abs(correctness(weaker.oracle)[0] / n - 0.74) < 0.015
+    assert sufficiency(weaker.traces) == sufficiency(ref.traces)
+    types = {k: dict(v) for k, v in spec["question_types"].items()}
+    types["specific-rare"]["kinds"] = {"wrong_passage": 1.0}
+    run = simulate_pipeline(n, types=types, seed=seed)
+    kinds = {generation_kind(t) for t in run.traces if t.meta["qtype"] == "specific-rare"} - {None}
+    assert kinds == {"wrong_passage"}
