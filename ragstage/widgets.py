@@ -26,6 +26,8 @@ CSS classes (stable, for browser tests and for styling). ``<qid>`` is the case's
                                    bucket name, e.g. ``retrieval``
 ``ragstage-reason-<qid>``          the reason and the numbers (recall, retention, support)
 ``ragstage-message-<qid>``         the input error of the case, empty when there is none
+``ragstage-scores-<qid>``          the retrieval scores of the current ``retrieved`` list
+                                   (empty when the list has no scores)
 ``ragstage-table``                 the bucket table with Wilson intervals
 ``ragstage-save-path``             the file path box; ``ragstage-save`` the save button;
                                    ``ragstage-save-status`` the result of the last save
@@ -161,6 +163,7 @@ class CaseEditor:
         self.stage_labels: dict[str, W.Label] = {}
         self.reason_labels: dict[str, W.HTML] = {}
         self.messages: dict[str, W.HTML] = {}
+        self.score_labels: dict[str, W.HTML] = {}
         self.table: pd.DataFrame = pd.DataFrame()
         self._loading = False
 
@@ -204,13 +207,10 @@ class CaseEditor:
             widget.add_class(f"ragstage-field-{css}-{name}")
             widget.observe(lambda change, q=qid: self._on_edit(q), names="value")
         self.fields[qid] = fields
-        self.stage_labels[qid] = W.Label().add_class(f"ragstage-stage-{css}")
+        self.stage_labels[qid] = W.Label(style={"font_weight": "bold"}).add_class(f"ragstage-stage-{css}")
         self.reason_labels[qid] = W.HTML().add_class(f"ragstage-reason-{css}")
         self.messages[qid] = W.HTML().add_class(f"ragstage-message-{css}")
-        scores = ""
-        if trace.retrieved_scores is not None:
-            scores = "retrieval scores: " + " · ".join(
-                f"{html.escape(i)} {s:g}" for i, s in zip(trace.retrieved, trace.retrieved_scores))
+        self.score_labels[qid] = W.HTML().add_class(f"ragstage-scores-{css}")
         title = f"<b>case {html.escape(qid)}</b>"
         if trace.query:
             title += f" — {html.escape(trace.query)}"
@@ -220,8 +220,7 @@ class CaseEditor:
         judgment = W.HBox([fields["correct"], fields["refused"], fields["answerable"], fields["query_ok"]])
         verdict = W.HBox([W.HTML("diagnosis:&nbsp;"), self.stage_labels[qid], self.reason_labels[qid]])
         grid = W.HBox([W.VBox(lists[:3]), W.VBox(lists[3:] + [fields["claims"]])])
-        extra = [W.HTML(f"<small>{scores}</small>")] if scores else []
-        return W.VBox(header + [grid, judgment] + extra + [verdict, self.messages[qid]],
+        return W.VBox(header + [grid, judgment, self.score_labels[qid], verdict, self.messages[qid]],
                       layout=W.Layout(border="1px solid #ddd", padding="4px", margin="2px 0")
                       ).add_class(f"ragstage-case-{css}")
 
@@ -277,7 +276,13 @@ class CaseEditor:
         self._refresh_table()
 
     def _rediagnose(self, qid: str) -> None:
-        d = diagnose(self._current[qid], self.require)
+        trace = self._current[qid]
+        if trace.retrieved_scores is not None:
+            self.score_labels[qid].value = "<small>retrieval scores: " + " · ".join(
+                f"{html.escape(i)} {s:g}" for i, s in zip(trace.retrieved, trace.retrieved_scores)) + "</small>"
+        else:
+            self.score_labels[qid].value = ""
+        d = diagnose(trace, self.require)
         self.diagnoses[qid] = d
         self.stage_labels[qid].value = d.stage.value
         self.reason_labels[qid].value = (

@@ -195,3 +195,12 @@ def test_interval_explorer_draws_into_its_output_widget():
     ex.k_slider.value = 4
     assert ex.figure is not first
     assert ex.output.outputs[0]["data"]["text/plain"] == "<interval plot: 4 of 10>"
+
+
+def test_scores_label_follows_the_retrieved_list(editor):
+    assert editor.score_labels["B"].value == "<small>retrieval scores: d1 11.2 · d2 10.8</small>"
+    editor.set_case("B", retrieved="d2")
+    assert editor.score_labels["B"].value == "<small>retrieval scores: d2 10.8</small>"
+    editor.set_case("B", retrieved="d2, d7")
+    assert editor.score_labels["B"].value == ""
+    assert "ragstage-scores-B" in editor.score_labels["B"]._dom_classes
