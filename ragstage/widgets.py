@@ -43,6 +43,7 @@ import base64
 import html
 import io
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -126,6 +127,20 @@ def _claims_text(claims: Sequence[bool] | None) -> str:
 
 def _tristate_text(value: bool | None) -> str:
     return {None: "not set", True: "true", False: "false"}[value]
+
+
+def _show(widget: W.Widget) -> None:  # pragma: no cover - needs a front end
+    """Display a widget; in Colab, first switch on the widget manager that renders ipywidgets 8."""
+    from IPython.display import display
+
+    if "google.colab" in sys.modules:
+        try:
+            from google.colab import output  # type: ignore[import-not-found]
+
+            output.enable_custom_widget_manager()
+        except Exception:  # noqa: BLE001 - an older Colab without it still shows what it can
+            pass
+    display(widget)
 
 
 def _num(x: float | None) -> str:
@@ -371,9 +386,7 @@ class CaseEditor:
         return Path(target)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - needs a front end
-        from IPython.display import display
-
-        display(self.widget)
+        _show(self.widget)
 
 
 class IntervalExplorer:
@@ -459,6 +472,4 @@ class IntervalExplorer:
         },)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - needs a front end
-        from IPython.display import display
-
-        display(self.widget)
+        _show(self.widget)

@@ -11,8 +11,16 @@ from scipy.stats import binom
 from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
 from ragstage.attribution import REASONS
 from ragstage.fixtures import load_json, load_traces
-from ragstage.simulate import (GENERATION_KINDS, STAGES, correctness, end_to_end, generation_kind,
-                               interval_coverage, simulate_pipeline, sufficiency)
+from ragstage.simulate import (
+    GENERATION_KINDS,
+    STAGES,
+    correctness,
+    end_to_end,
+    generation_kind,
+    interval_coverage,
+    simulate_pipeline,
+    sufficiency,
+)
 
 
 # -- chapter 1 ---------------------------------------------------------------------------------
@@ -158,7 +166,10 @@ def test_simulated_stage_rates_match_their_settings():
 def test_oracles_separate_the_two_halves():
     up = simulate_pipeline(2000, {"retrieval": 0.75, "generation": 0.95}, seed=5)
     down = simulate_pipeline(2000, {"retrieval": 0.95, "generation": 0.75}, seed=5)
-    share = lambda kn: kn[0] / kn[1]
+
+    def share(kn):
+        return kn[0] / kn[1]
+
     assert share(correctness(up.oracle)) > 0.92 and share(sufficiency(up.traces)) < 0.8
     assert share(correctness(down.oracle)) < 0.8 and share(sufficiency(down.traces)) > 0.92
     # the oracle forces the gold passage into every prompt

@@ -13,8 +13,15 @@ from matplotlib.figure import Figure
 
 from ragstage import funnel_from_counts, normal_interval, table_from_counts, wilson
 from ragstage.attribution import BUCKETS
-from ragstage.plots import (BUCKET_COLOURS, STAGE_LABELS, coverage_plot, funnel_plot, interval_plot,
-                            interval_rows, stage_bars)
+from ragstage.plots import (
+    BUCKET_COLOURS,
+    STAGE_LABELS,
+    coverage_plot,
+    funnel_plot,
+    interval_plot,
+    interval_rows,
+    stage_bars,
+)
 from ragstage.simulate import interval_coverage
 
 COUNTS = {
@@ -134,12 +141,12 @@ def test_coverage_plot_lines():
     cov = interval_coverage([10, 30], [0.5, 0.9], reps=500, seed=1)
     fig = coverage_plot(cov)
     ax = fig.axes[0]
-    labels = [l.get_label() for l in ax.lines]
+    labels = [line.get_label() for line in ax.lines]
     assert "wilson, p=0.50" in labels and "normal, p=0.90" in labels
     line = ax.lines[labels.index("normal, p=0.90")]
     want = cov[(cov.method == "normal") & (cov.p == 0.9)].sort_values("n")["coverage"].to_numpy()
     assert np.allclose(line.get_ydata(), want)
     fig = coverage_plot(cov, x="p")
-    assert "wilson, n=10" in [l.get_label() for l in fig.axes[0].lines]
+    assert "wilson, n=10" in [line.get_label() for line in fig.axes[0].lines]
     with pytest.raises(ValueError):
         coverage_plot(cov, x="k")
