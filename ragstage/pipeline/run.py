@@ -100,16 +100,11 @@ def _stand_ins(*described: Any) -> list[str]:
     return found
 
 
-def _progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
+def _progress(desc: str, total: int, items: Iterable[T] | None = None) -> Any:
+    """A tqdm bar on stderr (tqdm is imported here: it is not needed to import the package)."""
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, total=total, file=sys.stderr)
-
-
-def _progress_bar(total: int, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, file=sys.stderr)
 
 
 def _generate_cached(generator: Generator, texts: Mapping[str, str], cache_dir: Path) -> tuple[dict[str, str], int]:
@@ -127,7 +122,7 @@ def _generate_cached(generator: Generator, texts: Mapping[str, str], cache_dir: 
             todo.setdefault(key, texts[qid])
     ordered = sorted(todo.items(), key=lambda kv: len(kv[1]))  # similar lengths → little padding
     if ordered:
-        with _progress_bar(len(ordered), f"generate ({generator.name})") as bar:
+        with _progress(f"generate ({generator.name})", len(ordered)) as bar:
             for batch in _chunks(ordered, max(1, generator.batch_size)):
                 outputs = generator.generate([text for _, text in batch])
                 for (key, _), output in zip(batch, outputs, strict=True):
@@ -188,7 +183,7 @@ class Pipeline:
         store = JsonlStore(self.cache_dir / "retrieval" / f"{key}.jsonl")
         todo = [qid for qid in queries if _qkey(qid, queries[qid]) not in store]
         if todo:
-            with _progress_bar(len(todo), f"retrieve ({self.retriever.short_name})") as bar:
+            with _progress(f"retrieve ({self.retriever.short_name})", len(todo)) as bar:
                 for chunk in _chunks(todo, _RETRIEVAL_CHUNK):
                     for qid, hits in self.retriever.retrieve({q: queries[q] for q in chunk}, self.top_k).items():
                         store.put(_qkey(qid, queries[qid]), [[d, s] for d, s in hits])
@@ -200,7 +195,7 @@ class Pipeline:
         store = JsonlStore(self.cache_dir / "rerank" / f"{key}.jsonl")
         corpus = self.retriever.corpus
         out: dict[str, Hits | RerankerUnavailable] = {}
-        for qid in _progress(queries, f"rerank ({self.reranker.short_name or 'none'})", len(queries)):
+        for qid in _progress(f"rerank ({self.reranker.short_name or 'none'})", len(queries), queries):
             qkey = _qkey(qid, queries[qid])
             if qkey not in store:
                 try:
@@ -217,7 +212,7 @@ class Pipeline:
         store = JsonlStore(self.cache_dir / "prompts" / f"{key}.jsonl")
         corpus = self.retriever.corpus
         out: dict[str, AssembledPrompt] = {}
-        for qid in _progress(reranked, "assemble prompts", len(reranked)):
+        for qid in _progress("assemble prompts", len(reranked), reranked):
             qkey = _qkey(qid, queries[qid])
             if qkey not in store:
                 ids = [d for d, _ in reranked[qid]]
