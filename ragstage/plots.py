@@ -77,14 +77,15 @@ def _new_axes(ax: Any, size: tuple[float, float]) -> tuple[Any, Any]:
 
 
 def stage_bars(table: pd.DataFrame, *, value: str = "share", groups: Sequence[str] | None = None,
-               horizontal: bool = True, legend: bool = True, title: str | None = None,
+               horizontal: bool = True, legend: bool = True, show_n: bool = True, title: str | None = None,
                ax: Any = None) -> Any:
     """Stacked bars, one per group (pipeline), one segment per bucket, in walk order.
 
     ``table`` is what :func:`ragstage.report.table_from_counts` or
     :func:`~ragstage.report.attribution_table` returns (columns ``group``, ``stage``,
     ``count``, ``share``). ``value`` is ``"share"`` (each bar sums to one) or ``"count"``.
-    ``groups`` fixes the order of the bars (default: the table's order). Each segment
+    ``groups`` fixes the order of the bars (default: the table's order); with ``show_n`` each
+    bar's label carries its number of questions, e.g. ``"BM25 (n=300)"``. Each segment
     container carries its bucket name as its label, so ``ax.containers`` can be read back.
     """
     if value not in ("share", "count"):
@@ -99,6 +100,11 @@ def stage_bars(table: pd.DataFrame, *, value: str = "share", groups: Sequence[st
     wide = table.pivot_table(index="group", columns="stage", values=value, aggfunc="sum", fill_value=0)
     wide = wide.reindex(index=order, fill_value=0)
     stages = [s for s in BUCKETS if s in wide.columns and wide[s].sum() > 0]
+    names = list(order)
+    if show_n:
+        sizes = table.groupby("group")["count"].sum() if "count" in table.columns else None
+        if sizes is not None:
+            names = [f"{g} (n={int(sizes.get(g, 0))})" for g in order]
 
     height = 0.9 + 0.45 * len(order)
     fig, ax = _new_axes(ax, (8.0, max(2.2, height)) if horizontal else (max(4.0, 1.4 * len(order) + 2), 4.5))
@@ -114,13 +120,13 @@ def stage_bars(table: pd.DataFrame, *, value: str = "share", groups: Sequence[st
         base = [b + v for b, v in zip(base, vals)]
     what = "share of questions" if value == "share" else "questions"
     if horizontal:
-        ax.set_yticks(positions, order)
+        ax.set_yticks(positions, names)
         ax.invert_yaxis()
         ax.set_xlabel(what)
         if value == "share":
             ax.set_xlim(0, 1)
     else:
-        ax.set_xticks(positions, order)
+        ax.set_xticks(positions, names)
         ax.set_ylabel(what)
         if value == "share":
             ax.set_ylim(0, 1)

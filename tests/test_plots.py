@@ -48,7 +48,7 @@ def test_stage_bars_stack_shares_in_walk_order():
     assert got["none"] == pytest.approx([99 / 300, 107 / 300])
     assert got["retrieval"] == pytest.approx([0.1, 22 / 300])
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["BM25", "MiniLM + reranker"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["BM25 (n=300)", "MiniLM + reranker (n=300)"]
     # each segment starts where the previous one ended; each bar sums to one
     lefts = [c.patches[0].get_x() for c in ax.containers]
     assert lefts[1] == pytest.approx(0.1)
@@ -62,7 +62,7 @@ def test_stage_bars_stack_shares_in_walk_order():
 
 def test_stage_bars_counts_vertical_and_group_order():
     fig = stage_bars(table_from_counts(COUNTS), value="count", horizontal=False,
-                     groups=["MiniLM + reranker", "BM25"], title="t")
+                     groups=["MiniLM + reranker", "BM25"], show_n=False, title="t")
     ax = fig.axes[0]
     heights = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
     assert heights["none"] == [107, 99]
