@@ -149,6 +149,12 @@ def test_cli_run_on_a_beir_folder(tmp_path, capsys):
     assert "bm25: 3 traces" in capsys.readouterr().out
     receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())
     assert receipt["settings"]["budget"] == 600 and receipt["data"]["queries"] == 3
+    dense = parser.parse_args(["--data", str(MINI), "--retriever", "dense", "--reranker", "dense-rescore",
+                               "--embedder", str(tiny_models().embedder), "--generator", str(tiny_models().generator),
+                               "--limit", "2", "--device", "cpu", "--cache-dir", str(tmp_path / "cache"),
+                               "--out", str(tmp_path / "dense")])
+    assert run_from_args(dense) == 0
+    assert "dense+rescore: 2 traces" in capsys.readouterr().out
     bad = parser.parse_args(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
     with pytest.raises(ValueError, match="not a folder"):
         run_from_args(bad)

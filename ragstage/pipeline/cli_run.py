@@ -69,17 +69,17 @@ def _embedder(args: argparse.Namespace, cache: Path) -> Embedder:
     return Embedder(model, device=args.device, cache_dir=cache)
 
 
-def _retriever(args: argparse.Namespace, data: BeirData, cache: Path) -> Retriever:
+def _retriever(args: argparse.Namespace, data: BeirData, embedder: Embedder) -> Retriever:
     if args.retriever == "bm25":
         return BM25Retriever(data.corpus)
-    return DenseRetriever(data.corpus, _embedder(args, cache))
+    return DenseRetriever(data.corpus, embedder)
 
 
-def _reranker(args: argparse.Namespace, cache: Path) -> Reranker:
+def _reranker(args: argparse.Namespace, embedder: Embedder) -> Reranker:
     if args.reranker == "cross-encoder":
         return CrossEncoderReranker(args.cross_encoder, device=args.device)
     if args.reranker == "dense-rescore":
-        return DenseRescoreReranker(_embedder(args, cache))
+        return DenseRescoreReranker(embedder)
     return NoReranker()
 
 
@@ -95,7 +95,8 @@ def run_from_args(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     cache = args.cache_dir or default_cache_dir()
     data = _data(args, cache)
-    pipeline = Pipeline(_retriever(args, data, cache), _reranker(args, cache), _generator(args, cache),
+    embedder = _embedder(args, cache)  # one instance: a dense retriever and a rescorer share the loaded model
+    pipeline = Pipeline(_retriever(args, data, embedder), _reranker(args, embedder), _generator(args, cache),
                         budget=args.budget, top_k=args.top_k, rerank_n=args.rerank_n, prompt_top=args.prompt_top,
                         prompt_version=args.prompt_version, name=args.name, cache_dir=cache / "stages")
     result = pipeline.run(data.queries, data.qrels, args.out, data_info={"source": data.source, **data.meta})

@@ -76,7 +76,8 @@ class _ModelReranker:
     def _model(self) -> Any:
         return self._load()
 
-    def model(self) -> Any:
+    def loaded(self) -> Any:
+        """The model, loading it on first call; RerankerUnavailable when it cannot be loaded."""
         if self._failure is None:
             try:
                 return self._model
@@ -106,7 +107,7 @@ class CrossEncoderReranker(_ModelReranker):
         return {"kind": "cross-encoder", "model": self.ref.describe(), "max_length": self.max_length}
 
     def rerank(self, query: str, candidates: Hits, corpus: Corpus, n: int) -> Hits:
-        model = self.model()
+        model = self.loaded()
         if not candidates:
             return []
         ids = [doc_id for doc_id, _ in candidates]
@@ -143,7 +144,7 @@ class DenseRescoreReranker(_ModelReranker):
         return self._vectors_for[1]
 
     def rerank(self, query: str, candidates: Hits, corpus: Corpus, n: int) -> Hits:
-        self.model()
+        self.loaded()
         if not candidates:
             return []
         vectors = self._doc_vectors(corpus)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -115,7 +116,7 @@ class DenseRetriever:
     """
 
     def __init__(self, corpus: Mapping[str, Mapping[str, str]], model: ModelSpec | Embedder = DEFAULT_EMBEDDER,
-                 *, device: str = "auto", batch_size: int = 32, cache_dir: Any = None,
+                 *, device: str = "auto", batch_size: int = 32, cache_dir: str | Path | None = None,
                  short_name: str | None = None) -> None:
         self.corpus = corpus
         self.embedder = model if isinstance(model, Embedder) else Embedder(
