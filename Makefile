@@ -20,8 +20,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 
 install: $(VENV)/.installed
 
+# The repository is the server's root, so the file browser reaches fixtures/ too. As root
+# (a container), JupyterLab refuses to start without --allow-root.
 lab: install
-	$(BIN)/jupyter lab notebooks/01_five_cases.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_five_cases.ipynb
 
 test: install
 	$(BIN)/python -m pytest --nbval tests notebooks
