@@ -97,13 +97,6 @@ def test_dropping_the_prompt_field_hides_generation():
 def test_published_figures_are_self_consistent():
     pub = load_json("intervals", "figures.json")["published"]
     assert wilson(pub["recall_at_3"]["k"], pub["recall_at_3"]["n"]) == pytest.approx((0.480, 0.891), abs=5e-4)
-    sci = pub["scifact"]
-    for pair in sci["paired"]:
-        if "published_p" in pair:
-            p = mcnemar(pair["fixed"], pair["broken"])
-            assert p == pytest.approx(pair["published_p"], rel=0.15), pair
-    bm25 = sci["correct"]["BM25 + reranker"] - 21 + 13
-    assert bm25 == sci["correct"]["BM25"]
     ill = load_json("intervals", "figures.json")["illustration"]["funnel"]
     assert sum(ill.values()) == 300 and 300 - ill["retrieval"] == 210
 
