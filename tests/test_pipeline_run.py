@@ -96,7 +96,7 @@ def test_reranker_service_failure_is_recorded_on_each_trace(tmp_path, data, gene
     traces = list(read_traces(result.traces))
     assert len(traces) == 12 and counting.seen == []
     for t in traces:
-        assert t.error["stage"] == "reranking" and "retired-model" in t.error["message"]
+        assert t.error["stage"] == "reranking" and t.error["message"].startswith("cannot load ") and "retired-model" in t.error["message"]
         assert t.reranked is None and t.prompt is None and t.retrieved
         assert diagnose(t).stage.value == "endpoint_unavailable"
     assert result.receipt["counts"]["errors"] == 12 and result.receipt["pipeline"] == "bm25+ce"

@@ -50,7 +50,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--rerank-n", type=int, default=10, help="candidates kept after reranking")
     parser.add_argument("--prompt-top", type=int, default=5, help="reranked passages offered to the prompt")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
-    parser.add_argument("--batch-size", type=int, default=4, help="generation batch size")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="generation batch size (default: 1 on a CPU, 8 on a GPU)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     parser.add_argument("--name", default=None, help="pipeline name (default: e.g. bm25+ce)")
     parser.add_argument("--cache-dir", type=Path, default=None,
@@ -91,7 +92,7 @@ def _generator(args: argparse.Namespace, cache: Path) -> HFGenerator:
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the pipeline the arguments describe; print where the results are; return 0."""
     for name in ("budget", "top_k", "rerank_n", "prompt_top", "batch_size"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     cache = args.cache_dir or default_cache_dir()
     data = _data(args, cache)

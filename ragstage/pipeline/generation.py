@@ -114,12 +114,25 @@ class HFGenerator:
     """
 
     def __init__(self, model: ModelSpec = DEFAULT_GENERATOR, *, gguf_file: str | None = None, device: str = "auto",
-                 max_new_tokens: int = 16, batch_size: int = 4, dtype: str | None = None) -> None:
+                 max_new_tokens: int = 16, batch_size: int | None = None, dtype: str | None = None) -> None:
         ref = as_model_ref(model)
         self.ref = dataclasses.replace(ref, gguf_file=gguf_file) if gguf_file is not None else ref
         self.name = self.ref.name
         self.device_request = device
-        self.max_new_tokens, self.batch_size, self.dtype = max_new_tokens, batch_size, dtype
+        self.max_new_tokens, self.dtype = max_new_tokens, dtype
+        self._batch_size = batch_size
+
+    @property
+    def batch_size(self) -> int:
+        """Prompts per ``generate`` call: as given, else 1 on a CPU and 8 on an accelerator.
+
+        On two CPU cores a left-padded batch of four ~600-token prompts took 59 s against 54 s
+        one by one (the work is compute-bound, and padding adds to it), so batching pays only
+        on a GPU.
+        """
+        if self._batch_size is not None:
+            return self._batch_size
+        return 1 if self.device == "cpu" else 8
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.ref.describe(), "dtype": self.dtype,

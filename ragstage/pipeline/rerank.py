@@ -66,7 +66,8 @@ class NoReranker:
 class _ModelReranker:
     """Loads its model once, on first use; a load failure is remembered and re-raised per call."""
 
-    def __init__(self) -> None:
+    def __init__(self, model_name: str) -> None:
+        self._model_name = model_name
         self._failure: str | None = None
 
     def _load(self) -> Any:
@@ -82,7 +83,8 @@ class _ModelReranker:
             try:
                 return self._model
             except LOAD_ERRORS as exc:
-                self._failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                detail = str(exc).splitlines()[0] if str(exc) else repr(exc)
+                self._failure = f"cannot load {self._model_name}: {type(exc).__name__}: {detail}"
         raise RerankerUnavailable(self._failure)
 
 
@@ -93,8 +95,8 @@ class CrossEncoderReranker(_ModelReranker):
 
     def __init__(self, model: ModelSpec = DEFAULT_CROSS_ENCODER, *, device: str = "auto", batch_size: int = 32,
                  max_length: int = 512) -> None:
-        super().__init__()
         self.ref = as_model_ref(model)
+        super().__init__(self.ref.name)
         self.device, self.batch_size, self.max_length = device, batch_size, max_length
 
     def _load(self) -> Any:
@@ -127,9 +129,9 @@ class DenseRescoreReranker(_ModelReranker):
 
     def __init__(self, model: ModelSpec | Embedder = DEFAULT_EMBEDDER, *, device: str = "auto",
                  batch_size: int = 32, cache_dir: str | Path | None = None) -> None:
-        super().__init__()
         self.embedder = model if isinstance(model, Embedder) else Embedder(
             model, device=device, batch_size=batch_size, cache_dir=cache_dir)
+        super().__init__(self.embedder.ref.name)
         self._vectors_for: tuple[Corpus, dict[str, np.ndarray]] | None = None
 
     def _load(self) -> Any:
