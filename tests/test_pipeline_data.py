@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from pipeline_helpers import MINI
+
 from ragstage.pipeline import DataError, load_beir
 from ragstage.pipeline.data import doc_text, hash_corpus
 from ragstage.pipeline.retrieval import tokenize

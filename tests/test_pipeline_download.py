@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from pipeline_helpers import MINI
+
 from ragstage.pipeline import DownloadError, fetch_beir_archive, scifact
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pipeline_helpers import MINI, tiny_models
+
 from ragstage.pipeline import BM25Retriever, DenseRetriever, Embedder, load_beir, tokenize
 from ragstage.pipeline.bm25_sparse import SparseBM25
 

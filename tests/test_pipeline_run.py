@@ -6,11 +6,19 @@ import argparse
 import json
 
 import pytest
-
 from pipeline_helpers import MINI, CountingGenerator, tiny_models
+
 from ragstage.attribution import diagnose
-from ragstage.pipeline import (BM25Retriever, CrossEncoderReranker, DenseRescoreReranker, HFGenerator, NoReranker,
-                               Pipeline, generate_on_saved_prompts, load_beir)
+from ragstage.pipeline import (
+    BM25Retriever,
+    CrossEncoderReranker,
+    DenseRescoreReranker,
+    HFGenerator,
+    NoReranker,
+    Pipeline,
+    generate_on_saved_prompts,
+    load_beir,
+)
 from ragstage.pipeline.cli_run import add_run_arguments, run_from_args
 from ragstage.trace import read_traces
 
@@ -96,7 +104,8 @@ def test_reranker_service_failure_is_recorded_on_each_trace(tmp_path, data, gene
     traces = list(read_traces(result.traces))
     assert len(traces) == 12 and counting.seen == []
     for t in traces:
-        assert t.error["stage"] == "reranking" and t.error["message"].startswith("cannot load ") and "retired-model" in t.error["message"]
+        assert t.error["stage"] == "reranking" and t.error["message"].startswith("cannot load ")
+        assert "retired-model" in t.error["message"]
         assert t.reranked is None and t.prompt is None and t.retrieved
         assert diagnose(t).stage.value == "endpoint_unavailable"
     assert result.receipt["counts"]["errors"] == 12 and result.receipt["pipeline"] == "bm25+ce"
@@ -144,7 +153,8 @@ def test_cli_run_on_a_beir_folder(tmp_path, capsys):
     parser = add_run_arguments(argparse.ArgumentParser())
     args = parser.parse_args(["--data", str(MINI), "--retriever", "bm25", "--reranker", "none",
                               "--generator", str(tiny_models().generator), "--limit", "3", "--budget", "600",
-                              "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run")])
+                              "--device", "cpu", "--cache-dir", str(tmp_path / "cache"),
+                              "--out", str(tmp_path / "run")])
     assert run_from_args(args) == 0
     assert "bm25: 3 traces" in capsys.readouterr().out
     receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())

@@ -10,11 +10,18 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from pipeline_helpers import MINI
+
 from ragstage.attribution import diagnose
-from ragstage.pipeline import (DenseRetriever, HFGenerator, NoReranker, Pipeline, load_beir, minilm_standin,
-                               qwen_coder_standin)
+from ragstage.pipeline import (
+    DenseRetriever,
+    HFGenerator,
+    NoReranker,
+    Pipeline,
+    load_beir,
+    minilm_standin,
+    qwen_coder_standin,
+)
 from ragstage.trace import read_traces
 
 pytestmark = pytest.mark.slow

@@ -5,11 +5,21 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from pipeline_helpers import MINI, tiny_models
-from ragstage.pipeline import (TEMPLATES, CrossEncoderReranker, DenseRescoreReranker, HFGenerator, NoReranker,
-                               RerankerUnavailable, assemble_prompt, format_passage, load_beir, parse_answer,
-                               render_messages)
+
+from ragstage.pipeline import (
+    TEMPLATES,
+    CrossEncoderReranker,
+    DenseRescoreReranker,
+    HFGenerator,
+    NoReranker,
+    RerankerUnavailable,
+    assemble_prompt,
+    format_passage,
+    load_beir,
+    parse_answer,
+    render_messages,
+)
 from ragstage.pipeline.generation import GeneratorUnavailable
 
 

@@ -17,12 +17,18 @@ from .assembly import AssembledPrompt, assemble_prompt, format_passage
 from .data import BeirData, DataError, hash_corpus, load_beir
 from .download import SCIFACT_MD5, SCIFACT_URL, DownloadError, default_cache_dir, fetch_beir_archive, scifact
 from .embedding import DEFAULT_EMBEDDER, Embedder
-from .generation import (DEFAULT_GENERATOR, TEMPLATES, GeneratorUnavailable, HFGenerator, PromptTemplate,
-                         parse_answer, render_messages)
+from .generation import (
+                         DEFAULT_GENERATOR,
+                         TEMPLATES,
+                         GeneratorUnavailable,
+                         HFGenerator,
+                         PromptTemplate,
+                         parse_answer,
+                         render_messages,
+)
 from .models import ModelRef
 from .offline import StandInError, minilm_standin, qwen_coder_standin
-from .rerank import (DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker,
-                     RerankerUnavailable)
+from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker, RerankerUnavailable
 from .retrieval import BM25Retriever, DenseRetriever, tokenize
 from .run import Pipeline, RunResult, generate_on_saved_prompts
 
