@@ -1,0 +1,96 @@
+"""Read a run folder back: every pipeline's traces, its receipt, and whether a stand-in made it.
+
+A run folder holds one sub-folder per pipeline, as ``ragstage run`` and chapter 5 write them:
+``traces.jsonl`` with ``receipt.json``, and for every generation-only re-run on the saved
+prompts ``traces-<version>.jsonl`` with ``receipt-<version>.json``. A folder of trace files
+logged by some other system (no receipts) is read too: each file's traces are grouped by
+their own ``pipeline`` field. (Stage caches live outside the run folder, in the cache
+directory its receipt names, so every other ``.jsonl`` here is a trace file.)
+
+Reading a run needs no model and imports no torch: chapter 6 opens a run in a second.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .trace import Trace, TraceError, read_traces
+
+__all__ = ["RunSet", "load_run"]
+
+
+@dataclass
+class RunSet:
+    """The traces of every pipeline (and prompt version) found in a run folder.
+
+    ``traces`` maps a label (the pipeline name, plus ``/<prompt version>`` for a
+    generation-only re-run) to its traces, each relabelled so that ``trace.pipeline`` is that
+    label: the report functions can then group by pipeline across prompt versions.
+    """
+
+    root: Path
+    traces: dict[str, list[Trace]] = field(default_factory=dict)
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.traces)
+
+    def all_traces(self) -> list[Trace]:
+        return [t for ts in self.traces.values() for t in ts]
+
+    def stand_ins(self) -> dict[str, list[str]]:
+        """For each label, the stand-ins its receipt names (empty: hub models or no receipt)."""
+        return {label: list(self.receipts.get(label, {}).get("stand_ins", [])) for label in self.traces}
+
+    @property
+    def uses_stand_ins(self) -> bool:
+        return any(self.stand_ins().values())
+
+
+def _label(receipt: dict[str, Any], version_suffix: str) -> str:
+    name = str(receipt.get("pipeline", "default"))
+    return f"{name}/{version_suffix}" if version_suffix else name
+
+
+def load_run(root: str | Path) -> RunSet:
+    """Load every pipeline of a run folder (see the module docstring for the layout)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no run folder at {root}")
+    found = RunSet(root)
+    with_receipt: set[Path] = set()
+    for receipt_path in sorted(root.rglob("receipt*.json")):
+        suffix = receipt_path.stem[len("receipt"):].lstrip("-")
+        traces_path = receipt_path.with_name(f"traces-{suffix}.jsonl" if suffix else "traces.jsonl")
+        if not traces_path.exists():
+            raise TraceError(f"receipt without its traces file {traces_path.name}", path=str(receipt_path))
+        try:
+            receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"invalid JSON ({exc.msg})", path=str(receipt_path), line=exc.lineno) from None
+        label = _label(receipt, suffix)
+        if label in found.traces:
+            raise TraceError(f"a second run labelled {label!r}", path=str(receipt_path))
+        found.receipts[label] = receipt
+        found.traces[label] = [t.replace(pipeline=label) for t in read_traces(traces_path)]
+        with_receipt.add(traces_path.resolve())
+    # Trace files logged elsewhere, with no receipt: group by their own pipeline field.
+    loose: dict[str, list[Trace]] = defaultdict(list)
+    for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.jsonl.gz")]):
+        if path.resolve() in with_receipt or path.name.startswith(("prompts", ".")):
+            continue
+        for trace in read_traces(path):
+            loose[trace.pipeline].append(trace)
+    for label, traces in loose.items():
+        if label in found.traces:
+            raise TraceError(f"pipeline {label!r} appears both in a run with a receipt and in a loose file",
+                             path=str(root))
+        found.traces[label] = traces
+    if not found.traces:
+        raise FileNotFoundError(f"no traces under {root} (expected */traces.jsonl with receipt.json, or *.jsonl)")
+    return found
