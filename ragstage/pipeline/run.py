@@ -91,13 +91,13 @@ def _stand_ins(*described: Any) -> list[str]:
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("stand_in"):
-                found.append(f"{node['name']} (STAND-IN for {node['stand_in_for']})")
+                found.append(f"{node['name']}, standing in for {node['stand_in_for']}")
             for value in node.values():
                 walk(value)
 
     for item in described:
         walk(item)
-    return found
+    return list(dict.fromkeys(found))  # a MiniLM retriever and rescorer are one stand-in
 
 
 def _progress(desc: str, total: int, items: Iterable[T] | None = None) -> Any:
