@@ -16,11 +16,12 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from .attribution import diagnose
 from .trace import Trace, TraceError, read_traces
 
-__all__ = ["RunSet", "load_run"]
+__all__ = ["RunSet", "load_run", "check_run", "diff_runs"]
 
 
 @dataclass
@@ -94,3 +95,53 @@ def load_run(root: str | Path) -> RunSet:
     if not found.traces:
         raise FileNotFoundError(f"no traces under {root} (expected */traces.jsonl with receipt.json, or *.jsonl)")
     return found
+
+
+def check_run(run: RunSet, query_ids: Iterable[str] | None = None) -> list[str]:
+    """The invariants every run must keep, as a list of violations (empty: all hold).
+
+    One trace per question per pipeline (exactly the questions asked, when ``query_ids`` is
+    given); every id in ``prompt`` was reranked, and every reranked id was retrieved: a stage
+    can only pass on what it received. A violation means the logging, not the model, is
+    broken, and no attribution built on that run can be trusted.
+    """
+    expected = None if query_ids is None else set(query_ids)
+    problems = []
+    for label, traces in run.traces.items():
+        ids = [t.query_id for t in traces]
+        if len(ids) != len(set(ids)):
+            problems.append(f"{label}: {len(ids) - len(set(ids))} questions have more than one trace")
+        if expected is not None and set(ids) != expected:
+            problems.append(f"{label}: {len(expected - set(ids))} questions missing, "
+                            f"{len(set(ids) - expected)} not asked")
+        for t in traces:
+            upstream = set(t.retrieved) if t.reranked is None else set(t.reranked)
+            if t.reranked is not None and not set(t.reranked) <= set(t.retrieved):
+                problems.append(f"{label} {t.query_id}: reranked ids that were never retrieved")
+            if t.prompt is not None and not set(t.prompt) <= upstream:
+                problems.append(f"{label} {t.query_id}: prompt ids that did not come out of ranking")
+    return problems
+
+
+def diff_runs(a: RunSet, b: RunSet) -> list[str]:
+    """Where two runs of the same configuration disagree: labels, questions, answers, buckets.
+
+    Timestamps, wall times and cache paths are expected to differ and are ignored; what a
+    reader acts on (the ranked ids, the prompt, the answer and its bucket) must not.
+    """
+    differences = []
+    if set(a.traces) != set(b.traces):
+        differences.append(f"pipelines differ: {sorted(set(a.traces) ^ set(b.traces))}")
+    for label in sorted(set(a.traces) & set(b.traces)):
+        left = {t.query_id: t for t in a.traces[label]}
+        right = {t.query_id: t for t in b.traces[label]}
+        if set(left) != set(right):
+            differences.append(f"{label}: questions differ: {sorted(set(left) ^ set(right))[:5]}")
+        for qid in sorted(set(left) & set(right)):
+            x, y = left[qid], right[qid]
+            for name in ("retrieved", "reranked", "prompt", "answer", "error"):
+                if getattr(x, name) != getattr(y, name):
+                    differences.append(f"{label} {qid}: {name} differs")
+            if diagnose(x).stage != diagnose(y).stage:
+                differences.append(f"{label} {qid}: bucket {diagnose(x).stage} against {diagnose(y).stage}")
+    return differences

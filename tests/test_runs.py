@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ragstage import Trace, TraceError, write_traces
-from ragstage.runs import load_run
+from ragstage.runs import check_run, diff_runs, load_run
 
 
 def pipeline_folder(root, name, versions=("",), stand_ins=()):
@@ -54,3 +54,31 @@ def test_a_bad_trace_line_names_its_file(tmp_path):
         handle.write('{"query_id": "x", "promt": []}\n')
     with pytest.raises(TraceError, match=r"traces.jsonl, line 5, field 'promt'"):
         load_run(tmp_path)
+
+
+def test_check_run_finds_broken_invariants(tmp_path):
+    pipeline_folder(tmp_path, "bm25")
+    run = load_run(tmp_path)
+    assert check_run(run, [f"q{i}" for i in range(4)]) == []
+    assert "1 questions missing" in check_run(run, [f"q{i}" for i in range(5)])[0]
+    bad = Trace(query_id="x", pipeline="p", gold=["g"], retrieved=["a"], reranked=["a", "b"], prompt=["c"])
+    run.traces["p"] = [bad, bad]
+    problems = check_run(run)
+    assert any("more than one trace" in p for p in problems)
+    assert any("reranked ids that were never retrieved" in p for p in problems)
+    assert any("prompt ids that did not come out of ranking" in p for p in problems)
+    no_rerank = Trace(query_id="y", pipeline="q", gold=["g"], retrieved=["a"], prompt=["a"])
+    run.traces = {"q": [no_rerank]}
+    assert check_run(run) == []
+
+
+def test_diff_runs_ignores_provenance_and_reports_outcomes(tmp_path):
+    pipeline_folder(tmp_path / "a", "bm25")
+    pipeline_folder(tmp_path / "b", "bm25")
+    a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
+    b.traces["bm25"] = [t.replace(timestamp="2030-01-01") for t in b.traces["bm25"]]
+    assert diff_runs(a, b) == []
+    b.traces["bm25"][0] = b.traces["bm25"][0].replace(correct=True, answer="ID: g")
+    assert diff_runs(a, b) == ["bm25 q0: answer differs", "bm25 q0: bucket generation against none"]
+    b.traces["extra"] = []
+    assert diff_runs(a, b)[0] == "pipelines differ: ['extra']"
