@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -25,6 +25,7 @@ __all__ = [
     "funnel",
     "Comparison",
     "compare",
+    "comparison_table",
 ]
 
 TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
@@ -216,3 +217,23 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
                       both_wrong=len(shared) - fixed - broken - both_right,
                       p_value=mcnemar(fixed, broken), migration=migration,
                       only_before=only_a, only_after=only_b)
+
+
+def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[str, str]], *,
+                     require: str = "any") -> pd.DataFrame:
+    """One row per (before, after) pair of runs: right before and after, fixed, broken, exact p.
+
+    ``runs`` maps a label to its traces (e.g. :attr:`ragstage.runs.RunSet.traces`). Every pair
+    must cover the same questions: this is the paired design, and a pair that does not is an
+    error rather than a silently smaller comparison.
+    """
+    rows = []
+    for before, after in pairs:
+        missing = [label for label in (before, after) if label not in runs]
+        if missing:
+            raise ValueError(f"no run labelled {missing[0]!r}; runs: {', '.join(runs)}")
+        result = compare(runs[before], runs[after], require=require)
+        rows.append((before, after, result.n, result.both_right + result.broken, result.both_right + result.fixed,
+                     result.fixed, result.broken, result.p_value))
+    return pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
+                                       "p_value"])

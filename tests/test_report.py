@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
 from ragstage.fixtures import load_traces
-from ragstage.report import count_buckets
+from ragstage.report import comparison_table, count_buckets
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
 PUBLISHED = {"minilm+ce": {"retrieval": 22, "reranking": 31, "prompt_assembly": 40, "generation": 100, "none": 107}}
@@ -118,3 +118,15 @@ def test_compare_cells_add_up_and_migration_matches(pairs):
     assert int(result.migration.to_numpy().sum()) == len(pairs)
     assert result.fixed == sum(1 for a, b in pairs if a != "none" and b == "none")
     assert isinstance(result.migration, pd.DataFrame)
+
+
+def test_comparison_table_one_row_per_pair():
+    runs = {"a": run(["none", "generation", "generation", "none"], "a"),
+            "b": run(["none", "none", "none", "generation"], "b"),
+            "c": run(["none", "none", "none", "none"], "c")}
+    table = comparison_table(runs, [("a", "b"), ("b", "c")])
+    assert table.to_dict("records")[0] == {"before": "a", "after": "b", "n": 4, "right_before": 2, "right_after": 3,
+                                           "fixed": 2, "broken": 1, "p_value": 1.0}
+    assert table.iloc[1]["fixed"] == 1 and table.iloc[1]["broken"] == 0
+    with pytest.raises(ValueError, match="no run labelled 'z'"):
+        comparison_table(runs, [("a", "z")])
