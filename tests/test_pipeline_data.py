@@ -17,7 +17,7 @@ from ragstage.pipeline.retrieval import tokenize
 def test_mini_corpus_loads_as_beir():
     data = load_beir(MINI)
     assert 40 <= len(data.corpus) <= 60
-    assert len(data.queries) == 12
+    assert len(data.queries) == 13
     assert set(data.qrels) == set(data.queries)
     assert all(set(g) <= set(data.corpus) for g in data.qrels.values())
     assert data.corpus["1001"]["title"].startswith("Aspirin")

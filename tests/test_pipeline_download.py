@@ -43,7 +43,7 @@ def test_good_archive_is_verified_extracted_and_reused(tmp_path):
     md5 = _zip(archive, _beir_members())
     cache = tmp_path / "cache"
     data = scifact(cache, url=archive.as_uri(), md5=md5)
-    assert len(data.queries) == 12 and data.meta["md5"] == md5
+    assert len(data.queries) == 13 and data.meta["md5"] == md5
     archive.unlink()  # the second call must not need the archive any more
     again = scifact(cache, url=archive.as_uri(), md5=md5)
     assert again.corpus == data.corpus
@@ -125,7 +125,7 @@ def test_download_over_http_from_a_local_server(tmp_path, monkeypatch):
     finally:
         server.shutdown()
         thread.join(5)
-    assert len(data.corpus) == 44
+    assert len(data.corpus) == 46
     assert _leftovers(tmp_path / "envcache") == [f"scifact-{md5[:12]}"]
     assert not any(p.name.startswith(".") for p in (tmp_path / "envcache" / "datasets").iterdir())
     assert os.listdir(tmp_path / "envcache" / "datasets" / f"scifact-{md5[:12]}") == ["scifact"]

@@ -77,7 +77,7 @@ def test_dense_retrieval_ranks_by_cosine_and_caches_corpus_vectors(tmp_path, dat
                         or original(self, texts, desc))
     fresh = Embedder(str(tiny_models().embedder), device="cpu", cache_dir=tmp_path)
     again = DenseRetriever(dict(reversed(list(data.corpus.items()))), fresh).retrieve(data.queries, k=100)
-    assert encoded == [12]  # only the queries: corpus vectors came from the cache, re-ordered
+    assert encoded == [13]  # only the queries: corpus vectors came from the cache, re-ordered
     full = DenseRetriever(data.corpus, embedder).retrieve(data.queries, k=100)
     for qid in data.queries:  # same score for every document (tie order follows corpus order)
         assert dict(again[qid]) == pytest.approx(dict(full[qid]), abs=1e-6)

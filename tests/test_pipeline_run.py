@@ -54,7 +54,8 @@ def test_bm25_run_writes_one_valid_trace_per_claim(tmp_path, data, generator):
     assert diagnose(by_id["2"]).stage.value == "reranking"       # near-duplicates fill the top 10
     assert by_id["3"].meta["budget_stopped_at"] is not None
     receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())
-    assert receipt["counts"] == {"traces": 12, "errors": 0, "generated": 12, "generation_cache_hits": 0}
+    n = len(data.queries)
+    assert receipt["counts"] == {"traces": n, "errors": 0, "generated": n, "generation_cache_hits": 0}
     assert receipt["data"]["corpus_hash"] == data.corpus_hash and receipt["stand_ins"] == []
     assert receipt["packages"]["transformers"] and receipt["settings"]["budget"] == 1024
     saved = [json.loads(line) for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()]
@@ -74,7 +75,7 @@ def test_same_prompt_is_never_generated_twice(tmp_path, data, generator):
     third = _pipeline(data, counting, cache, reranker=rescore).run(data.queries, data.qrels, tmp_path / "c")
     assert third.receipt["pipeline"] == "bm25+rescore"
     assert len(counting.seen) == third.generated == len(set(counting.seen))
-    assert third.generated + third.receipt["counts"]["generation_cache_hits"] == 12
+    assert third.generated + third.receipt["counts"]["generation_cache_hits"] == len(data.queries)
 
 
 def test_interrupted_run_resumes_without_redoing_finished_work(tmp_path, data, generator):
@@ -91,8 +92,9 @@ def test_interrupted_run_resumes_without_redoing_finished_work(tmp_path, data, g
         handle.write(b'{"key": "torn", "val')
     resumed = CountingGenerator(generator)
     result = _pipeline(data, resumed, cache).run(data.queries, data.qrels, tmp_path / "run")
-    assert len(resumed.seen) == 12 - 4 and not set(resumed.seen) & set(done_before)
-    assert result.generated == 8 and len(list(read_traces(result.traces))) == 12
+    n = len(data.queries)
+    assert len(resumed.seen) == n - 4 and not set(resumed.seen) & set(done_before)
+    assert result.generated == n - 4 and len(list(read_traces(result.traces))) == n
     assert store.read_bytes().endswith(b"\n") and b"torn" not in store.read_bytes()
 
 
@@ -102,13 +104,13 @@ def test_reranker_service_failure_is_recorded_on_each_trace(tmp_path, data, gene
     result = _pipeline(data, counting, tmp_path / "cache", reranker=broken).run(data.queries, data.qrels,
                                                                                tmp_path / "run")
     traces = list(read_traces(result.traces))
-    assert len(traces) == 12 and counting.seen == []
+    assert len(traces) == len(data.queries) and counting.seen == []
     for t in traces:
         assert t.error["stage"] == "reranking" and t.error["message"].startswith("cannot load ")
         assert "retired-model" in t.error["message"]
         assert t.reranked is None and t.prompt is None and t.retrieved
         assert diagnose(t).stage.value == "endpoint_unavailable"
-    assert result.receipt["counts"]["errors"] == 12 and result.receipt["pipeline"] == "bm25+ce"
+    assert result.receipt["counts"]["errors"] == len(data.queries) and result.receipt["pipeline"] == "bm25+ce"
 
 
 def test_cross_encoder_pipeline_keeps_prompt_within_rerank_within_retrieval(tmp_path, data, generator):
@@ -127,7 +129,7 @@ def test_generate_on_saved_prompts_uses_exactly_the_saved_passages(tmp_path, dat
              for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()}
     counting = CountingGenerator(generator)
     result = generate_on_saved_prompts(tmp_path / "run", "revised", counting)
-    assert result.traces.name == "traces-revised.jsonl" and result.generated == 12
+    assert result.traces.name == "traces-revised.jsonl" and result.generated == len(data.queries)
     assert all("most relevant" in text for text in counting.seen)
     assert sorted(counting.seen) == sorted(
         generator.chat_text(__import__("ragstage.pipeline").pipeline.render_messages("revised", s["query"],
