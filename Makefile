@@ -25,5 +25,7 @@ install: $(VENV)/.installed
 lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_five_cases.ipynb
 
+# --nbval-current-env: notebooks run in this environment's kernel; chapter 5's run cell
+# generates for about 20 minutes on two CPU cores the first time, past nbval's default timeout.
 test: install
-	$(BIN)/python -m pytest --nbval tests notebooks
+	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=3600 tests notebooks

@@ -46,7 +46,7 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "make test" in ci and "make test" in readme
-    assert "pytest --nbval tests notebooks" in (ROOT / "Makefile").read_text()
+    assert re.search(r"pytest --nbval .*tests notebooks$", (ROOT / "Makefile").read_text(), re.M)
 
 
 def test_all_offline_model_parts_are_listed():
