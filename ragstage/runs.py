@@ -65,7 +65,8 @@ def load_run(root: str | Path) -> RunSet:
         raise FileNotFoundError(f"no run folder at {root}")
     found = RunSet(root)
     with_receipt: set[Path] = set()
-    for receipt_path in sorted(root.rglob("receipt*.json")):
+    # Folder by folder, each pipeline's own run before its prompt-version re-runs.
+    for receipt_path in sorted(root.rglob("receipt*.json"), key=lambda p: (p.parent, p.name != "receipt.json", p.name)):
         suffix = receipt_path.stem[len("receipt"):].lstrip("-")
         traces_path = receipt_path.with_name(f"traces-{suffix}.jsonl" if suffix else "traces.jsonl")
         if not traces_path.exists():

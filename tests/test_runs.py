@@ -25,7 +25,7 @@ def test_receipts_and_prompt_versions_become_labels(tmp_path):
     pipeline_folder(tmp_path, "bm25")
     pipeline_folder(tmp_path, "minilm+ce", versions=("", "revised"), stand_ins=["generator: stand-in"])
     run = load_run(tmp_path)
-    assert sorted(run.labels) == ["bm25", "minilm+ce", "minilm+ce/revised"]
+    assert run.labels == ["bm25", "minilm+ce", "minilm+ce/revised"]
     assert {t.pipeline for t in run.traces["minilm+ce/revised"]} == {"minilm+ce/revised"}
     assert run.stand_ins()["bm25"] == [] and run.stand_ins()["minilm+ce"] == ["generator: stand-in"]
     assert run.uses_stand_ins and len(run.all_traces()) == 12
