@@ -20,6 +20,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "check_record",
+    "iter_json_lines",
     "open_text",
     "read_records",
     "read_traces",
@@ -274,6 +275,23 @@ def open_text(path: str | Path, mode: str = "r") -> IO[str]:
     return open(p, mode, encoding="utf-8")  # noqa: SIM115 - caller closes
 
 
+def iter_json_lines(lines: Iterable[str | bytes],
+                    fail: Callable[[str, int], Exception]) -> Iterator[tuple[int, Any]]:
+    """``(line number, decoded value)`` for every non-blank line of a JSON Lines stream.
+
+    Shared by every JSONL reader in the project (traces here, BEIR files in the pipeline) so
+    that they skip blank lines and number lines the same way. ``fail(message, line)`` builds
+    the reader's own error for a line that is not valid JSON.
+    """
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise fail(f"invalid JSON ({exc})", lineno) from None
+
+
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream ``(line number, normalised record)`` pairs from a JSON Lines file.
 
@@ -289,13 +307,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with handle:
         lineno = 0
         try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    raw = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise TraceError(f"invalid JSON ({exc})", path=str(path), line=lineno) from None
+            for lineno, raw in iter_json_lines(handle, lambda msg, n: TraceError(msg, path=str(path), line=n)):
                 try:
                     rec = check_record(raw)
                 except TraceError as exc:

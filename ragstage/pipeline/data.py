@@ -16,6 +16,8 @@ from typing import Any, Iterator, Mapping
 
 import orjson
 
+from ..trace import iter_json_lines
+
 __all__ = ["BeirData", "DataError", "doc_text", "hash_corpus", "load_beir"]
 
 
@@ -89,13 +91,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise DataError(f"cannot open ({exc.strerror or exc})", path=path) from None
     with handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc})", path=path, line=lineno) from None
+        for lineno, record in iter_json_lines(handle, lambda msg, n: DataError(msg, path=path, line=n)):
             if not isinstance(record, dict):
                 raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno)
             yield lineno, record
