@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .attribution import Stage, diagnose
+from .attribution import REASONS, Stage, diagnose
 from .stats import Z95, normal_interval, wilson
 from .trace import Trace
 
@@ -257,19 +257,18 @@ def generation_kind(trace: Trace, require: str = "any") -> str | None:
       incomplete;
     * ``"unclassified"``: a generation failure the trace holds too little to split.
     """
-    if diagnose(trace, require).stage is not Stage.GENERATION:
+    d = diagnose(trace, require)
+    if d.stage is not Stage.GENERATION:
         return None
-    if trace.refused:
+    # The sub-kinds read the reason diagnose gave, so the two cannot disagree on a trace.
+    if d.reason == REASONS["refused"]:
         return "refused"
-    prompt = set(trace.prompt or ())
-    answer_ids = list(trace.answer_ids or ())
-    if (trace.claims and not all(trace.claims)) or any(a not in prompt for a in answer_ids):
+    if d.reason in (REASONS["cited_outside"], REASONS["unsupported"]):
         return "ignored_context"
-    if answer_ids and not set(trace.gold).intersection(answer_ids):
-        return "wrong_passage"
-    if answer_ids:
-        return "partial"
-    return "unclassified"
+    answer_ids = set(trace.answer_ids or ())
+    if not answer_ids:
+        return "unclassified"
+    return "partial" if answer_ids & set(trace.gold) else "wrong_passage"
 
 
 def interval_coverage(ns: Sequence[int], ps: Sequence[float], *, reps: int = 20_000, seed: int = 0,
