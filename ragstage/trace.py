@@ -71,25 +71,44 @@ def _as_ids(value: Any, name: str) -> tuple[str, ...]:
     raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
 
 
-def _as_ranked(value: Any, name: str) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
-    """A ranked list of ids or of ``{"id", "score"}`` objects (not a mix)."""
+def _as_ranked(value: Any, name: str
+               ) -> tuple[tuple[str, ...], tuple[float, ...] | None, tuple[str | None, ...] | None]:
+    """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
+
+    Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
+    unless some entry names one (seed 004's minimum log: id, score and section).
+    """
     if not isinstance(value, (list, tuple)):
         raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
     if value and isinstance(value[0], dict):
-        ids, scores = [], []
+        ids, scores, sections = [], [], []
         for item in value:
             if not isinstance(item, dict) or "id" not in item:
                 raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
-            extra = set(item) - {"id", "score"}
+            extra = set(item) - _RANKED_KEYS
             if extra:
-                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry", name)
+                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry (known: id, score, section)", name)
             score = item.get("score")
             if isinstance(score, bool) or not isinstance(score, (int, float)):
                 raise _fail(f"score must be a number, got {score!r}", name)
+            section = item.get("section")
+            if section is not None and type(section) is not str:
+                raise _fail(f"section must be a string, got {section!r:.40}", name)
             ids.append(_as_id(item["id"], name))
             scores.append(float(score))
-        return tuple(ids), tuple(scores)
-    return _as_ids(value, name), None
+            sections.append(section)
+        return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
+    return _as_ids(value, name), None, None
+
+
+_RANKED_KEYS = frozenset({"id", "score", "section"})
+_PROMPT_SOURCES = ("logged", "recovered")
+
+
+def _as_prompt_source(value: Any, name: str) -> str:
+    if value not in _PROMPT_SOURCES:
+        raise _fail(f"expected one of {', '.join(_PROMPT_SOURCES)}, got {value!r:.40}", name)
+    return value
 
 
 def _as_str(value: Any, name: str) -> str:
@@ -146,13 +165,16 @@ FIELDS: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "gold": (_not_null(_as_ids), ()),
     "answerable": (_not_null(_as_bool), True),
     "retrieved": (_not_null(_as_ids), ()),  # read by _as_ranked, see check_record
-    "reranked": (_nullable(_as_ids), None),
+    "reranked": (_nullable(_as_ids), None),  # read by _as_ranked too
     "prompt": (_nullable(_as_ids), None),
+    "prompt_source": (_nullable(_as_prompt_source), None),
+    "truncated": (_nullable(_as_ids), None),
     "answer": (_not_null(_as_str), ""),
     "answer_ids": (_nullable(_as_ids), None),
     "correct": (_nullable(_as_bool), None),
     "refused": (_not_null(_as_bool), False),
     "claims": (_nullable(_as_bools), None),
+    "complete": (_nullable(_as_bool), None),
     "query_ok": (_nullable(_as_bool), None),
     "error": (_nullable(_as_error), None),
     "model": (_nullable(_as_str), None),
@@ -161,20 +183,22 @@ FIELDS: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "meta": (_nullable(_as_dict), None),
 }
 _DEFAULTS = {name: default for name, (_, default) in FIELDS.items()}
+# Not JSON fields of their own: the scores and sections of ranked ``{"id", "score"}`` entries.
+_RANKED_EXTRAS = {f"{stage}_{part}": None for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
 
 
 def check_record(record: Any) -> dict[str, Any]:
     """Validate one decoded JSON object and return it normalised.
 
     Normalised means: every field present with its default, ids as strings in tuples,
-    ``retrieved`` split into ids and ``retrieved_scores`` (None unless scores were given),
-    ``meta`` a dict. Raises :class:`TraceError` naming the field (the caller adds file
+    ``retrieved`` and ``reranked`` split into ids, ``<stage>_scores`` and
+    ``<stage>_sections`` (None unless given), ``meta`` a dict. Raises :class:`TraceError` naming the field (the caller adds file
     and line).
     """
     if type(record) is not dict:
         raise TraceError(f"a trace must be a JSON object, got {type(record).__name__}")
     out = dict(_DEFAULTS)
-    out["retrieved_scores"] = None
+    out.update(_RANKED_EXTRAS)
     for name, value in record.items():
         spec = FIELDS.get(name)
         if spec is None:
@@ -182,7 +206,10 @@ def check_record(record: Any) -> dict[str, Any]:
         if name == "retrieved":
             if value is None:
                 raise _fail("must not be null", name)
-            out["retrieved"], out["retrieved_scores"] = _as_ranked(value, name)
+            out["retrieved"], out["retrieved_scores"], out["retrieved_sections"] = _as_ranked(value, name)
+        elif name == "reranked":
+            if value is not None:
+                out["reranked"], out["reranked_scores"], out["reranked_sections"] = _as_ranked(value, name)
         else:
             out[name] = spec[0](value, name)
     if out["query_id"] is None:
@@ -197,9 +224,10 @@ class Trace:
     """One question through one pipeline.
 
     Lists are stored as tuples so a trace can be hashed and shared safely between the
-    report, the widgets and the comparison. ``retrieved_scores`` is not a JSON field of its
-    own: it holds the scores when ``retrieved`` was given as ``{"id", "score"}`` objects,
-    and :meth:`to_dict` writes them back in that form.
+    report, the widgets and the comparison. ``retrieved_scores``/``retrieved_sections``
+    and ``reranked_scores``/``reranked_sections`` are not JSON fields of their own: they
+    hold the scores (and sections) when a ranked list was given as ``{"id", "score"}``
+    objects, and :meth:`to_dict` writes them back in that form.
     """
 
     query_id: str
@@ -210,11 +238,14 @@ class Trace:
     retrieved: Sequence[str] = ()
     reranked: Sequence[str] | None = None
     prompt: Sequence[str] | None = None
+    prompt_source: str | None = None
+    truncated: Sequence[str] | None = None
     answer: str = ""
     answer_ids: Sequence[str] | None = None
     correct: bool | None = None
     refused: bool = False
     claims: Sequence[bool] | None = None
+    complete: bool | None = None
     query_ok: bool | None = None
     error: Mapping[str, str] | None = None
     model: str | None = None
@@ -222,14 +253,19 @@ class Trace:
     timestamp: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     retrieved_scores: Sequence[float] | None = field(default=None, repr=False)
+    retrieved_sections: Sequence[str | None] | None = field(default=None, repr=False)
+    reranked_scores: Sequence[float] | None = field(default=None, repr=False)
+    reranked_sections: Sequence[str | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # Route keyword construction through the same checks as file input, so
         # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
         raw = {k: getattr(self, k) for k in FIELDS}
-        if self.retrieved_scores is not None:
-            raw["retrieved"] = [{"id": i, "score": s} for i, s in
-                                zip(self.retrieved, self.retrieved_scores, strict=True)]
+        for stage in ("retrieved", "reranked"):
+            ranked = _ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
+                                     getattr(self, f"{stage}_sections"), stage)
+            if ranked is not None:
+                raw[stage] = ranked
         clean = check_record(raw)
         for k, v in clean.items():
             object.__setattr__(self, k, v)
@@ -248,15 +284,18 @@ class Trace:
         return obj
 
     def to_dict(self) -> dict[str, Any]:
-        """The on-disk form: every field, lists as lists, scores folded back in."""
+        """The on-disk form: every field, lists as lists, scores and sections folded back in."""
         out: dict[str, Any] = {}
         for name in FIELDS:
             value = getattr(self, name)
             if isinstance(value, tuple):
                 value = list(value)
             out[name] = value
-        if self.retrieved_scores is not None:
-            out["retrieved"] = [{"id": i, "score": s} for i, s in zip(self.retrieved, self.retrieved_scores)]
+        for stage in ("retrieved", "reranked"):
+            ranked = _ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
+                                     getattr(self, f"{stage}_sections"), stage)
+            if ranked is not None:
+                out[stage] = ranked
         out["meta"] = dict(self.meta)
         return out
 
@@ -265,6 +304,24 @@ class Trace:
         record = self.to_dict()
         record.update(changes)
         return Trace.from_dict(record)
+
+
+def _ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
+                    sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
+    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores."""
+    if ids is None or scores is None:
+        if sections is not None:
+            raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)
+        return None
+    if len(scores) != len(ids) or (sections is not None and len(sections) != len(ids)):
+        raise _fail(f"{len(ids)} ids but {len(scores)} scores"
+                    + ("" if sections is None else f" and {len(sections)} sections"), name)
+    entries: list[dict[str, Any]] = [{"id": i, "score": s} for i, s in zip(ids, scores)]
+    if sections is not None:
+        for entry, section in zip(entries, sections):
+            if section is not None:
+                entry["section"] = section
+    return entries
 
 
 def open_text(path: str | Path, mode: str = "r") -> IO[str]:

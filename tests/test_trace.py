@@ -16,8 +16,8 @@ def write_lines(path, lines):
 
 def test_fields_are_exactly_the_documented_ones():
     assert list(FIELDS) == ["query_id", "pipeline", "query", "gold", "answerable", "retrieved", "reranked",
-                            "prompt", "answer", "answer_ids", "correct", "refused", "claims", "query_ok",
-                            "error", "model", "prompt_version", "timestamp", "meta"]
+                            "prompt", "prompt_source", "truncated", "answer", "answer_ids", "correct", "refused",
+                            "claims", "complete", "query_ok", "error", "model", "prompt_version", "timestamp", "meta"]
 
 
 def test_defaults_and_keyword_construction():
@@ -35,6 +35,24 @@ def test_from_dict_accepts_scored_retrieval_and_round_trips(tmp_path):
     line = json.loads(path.read_text())
     assert line["retrieved"] == [{"id": "a", "score": 2.0}, {"id": "b", "score": 1.5}]
     assert list(read_traces(path)) == [t]
+
+
+def test_reranked_scores_and_sections_round_trip(tmp_path):
+    record = {"query_id": "q",
+              "retrieved": [{"id": "a", "score": 2.0, "section": "returns"}, {"id": "b", "score": 1.0}],
+              "reranked": [{"id": "b", "score": 0.9}, {"id": "a", "score": 0.1}]}
+    t = Trace.from_dict(record)
+    assert t.retrieved_sections == ("returns", None) and t.reranked == ("b", "a")
+    assert t.reranked_scores == (0.9, 0.1) and t.reranked_sections is None
+    path = tmp_path / "t.jsonl"
+    write_traces(path, [t])
+    line = json.loads(path.read_text())
+    assert line["retrieved"] == record["retrieved"] and line["reranked"] == record["reranked"]
+    assert list(read_traces(path)) == [t]
+    assert Trace(query_id="q", reranked=["x"], reranked_scores=[0.5]).to_dict()["reranked"] == [
+        {"id": "x", "score": 0.5}]
+    with pytest.raises(TraceError, match="scores"):
+        Trace(query_id="q", reranked=["x", "y"], reranked_scores=[0.5])
 
 
 def test_integer_ids_are_read_as_text():
@@ -55,6 +73,11 @@ def test_integer_ids_are_read_as_text():
     ({"query_id": "q", "error": "down"}, "error", "stage"),
     ({"query_id": "q", "meta": []}, "meta", "object"),
     ({"query_id": "q", "retrieved": None}, "retrieved", "null"),
+    ({"query_id": "q", "reranked": [{"id": "a", "score": "high"}]}, "reranked", "score"),
+    ({"query_id": "q", "retrieved": [{"id": "a", "score": 1, "section": 3}]}, "retrieved", "section"),
+    ({"query_id": "q", "prompt_source": "guessed"}, "prompt_source", "logged, recovered"),
+    ({"query_id": "q", "truncated": "d1"}, "truncated", "list of ids"),
+    ({"query_id": "q", "complete": "no"}, "complete", "true or false"),
 ])
 def test_bad_fields_name_the_field(record, field, words):
     with pytest.raises(TraceError) as info:
