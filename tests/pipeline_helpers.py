@@ -120,6 +120,14 @@ def tiny_generator(root: Path) -> Path:
     return folder
 
 
+@functools.cache
+def mini_data() -> object:
+    """The mini corpus as BEIR data, read once per test session (tests must not mutate it)."""
+    from ragstage.pipeline import load_beir
+
+    return load_beir(MINI)
+
+
 class TinyModels:
     """Folders of the three tiny models, built once per test session (about 5 s)."""
 

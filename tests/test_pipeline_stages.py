@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pipeline_helpers import MINI, tiny_models
+from pipeline_helpers import mini_data, tiny_models
 
 from ragstage.pipeline import (
     TEMPLATES,
@@ -16,46 +16,42 @@ from ragstage.pipeline import (
     RerankerUnavailable,
     assemble_prompt,
     format_passage,
-    load_beir,
     parse_answer,
     render_messages,
 )
 from ragstage.pipeline.generation import GeneratorUnavailable
 
-
-@pytest.fixture(scope="module")
-def data():
-    return load_beir(MINI)
+DATA = mini_data()
 
 
 CANDIDATES = [(f"10{i}", 10.0 - i) for i in range(61, 67, 1)] + [("1071", 1.0), ("1081", 0.5)]
 
 
-def test_no_reranker_is_the_retrievers_own_cut(data):
-    assert NoReranker().rerank("q", CANDIDATES, data.corpus, 3) == CANDIDATES[:3]
+def test_no_reranker_is_the_retrievers_own_cut():
+    assert NoReranker().rerank("q", CANDIDATES, DATA.corpus, 3) == CANDIDATES[:3]
 
 
 @pytest.mark.parametrize("make", [
     lambda: CrossEncoderReranker(str(tiny_models().cross_encoder), device="cpu"),
     lambda: DenseRescoreReranker(str(tiny_models().embedder), device="cpu"),
 ])
-def test_model_rerankers_reorder_candidates_and_cut(data, make, tmp_path):
+def test_model_rerankers_reorder_candidates_and_cut(make, tmp_path):
     reranker = make()
     if isinstance(reranker, DenseRescoreReranker):
         reranker.embedder.cache_dir = tmp_path
     candidates = [(d, 0.0) for d in ("1061", "1062", "1071", "1072", "1081", "1091")]
-    out = reranker.rerank(data.queries["7"], candidates, data.corpus, 4)
+    out = reranker.rerank(DATA.queries["7"], candidates, DATA.corpus, 4)
     assert len(out) == 4 and {d for d, _ in out} <= {d for d, _ in candidates}
     scores = [s for _, s in out]
     assert scores == sorted(scores, reverse=True)
-    assert reranker.rerank("q", [], data.corpus, 4) == []
+    assert reranker.rerank("q", [], DATA.corpus, 4) == []
 
 
-def test_missing_cross_encoder_is_a_service_failure_not_a_crash(tmp_path, data):
+def test_missing_cross_encoder_is_a_service_failure_not_a_crash(tmp_path):
     reranker = CrossEncoderReranker(str(tmp_path / "gone"), device="cpu")
     for _ in range(2):  # the failure is remembered, and reported on every call
         with pytest.raises(RerankerUnavailable, match="gone"):
-            reranker.rerank("q", CANDIDATES, data.corpus, 3)
+            reranker.rerank("q", CANDIDATES, DATA.corpus, 3)
 
 
 def test_format_passage():

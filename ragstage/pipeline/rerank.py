@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from .data import doc_text
+from .data import Corpus, doc_text
 from .embedding import DEFAULT_EMBEDDER, Embedder
 from .models import LOAD_ERRORS, ModelSpec, as_model_ref, pick_device
 from .retrieval import Hits, top_k
@@ -33,7 +33,6 @@ __all__ = ["DEFAULT_CROSS_ENCODER", "Reranker", "RerankerUnavailable", "NoRerank
            "DenseRescoreReranker"]
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-Corpus = Mapping[str, Mapping[str, str]]
 
 
 class RerankerUnavailable(RuntimeError):

@@ -14,7 +14,7 @@ from typing import Any, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .data import doc_text
+from .data import Corpus, doc_text
 from .embedding import DEFAULT_EMBEDDER, Embedder
 from .models import ModelSpec
 
@@ -53,7 +53,7 @@ def top_k(scores: np.ndarray, ids: Sequence[str], k: int, positive_only: bool = 
 class Retriever(Protocol):
     """What a pipeline needs from a first stage."""
 
-    corpus: Mapping[str, Mapping[str, str]]
+    corpus: Corpus
     short_name: str
 
     def describe(self) -> dict[str, Any]:
@@ -75,7 +75,7 @@ class BM25Retriever:
     not retrieved, it merely exists.
     """
 
-    def __init__(self, corpus: Mapping[str, Mapping[str, str]], *, k1: float = 0.9, b: float = 0.4,
+    def __init__(self, corpus: Corpus, *, k1: float = 0.9, b: float = 0.4,
                  engine: Literal["rank_bm25", "sparse"] = "rank_bm25", short_name: str = "bm25") -> None:
         if engine not in ("rank_bm25", "sparse"):
             raise ValueError(f"engine must be 'rank_bm25' or 'sparse', got {engine!r}")
@@ -115,7 +115,7 @@ class DenseRetriever:
     Corpus embeddings are cached on disk per (model, corpus content); see :class:`Embedder`.
     """
 
-    def __init__(self, corpus: Mapping[str, Mapping[str, str]], model: ModelSpec | Embedder = DEFAULT_EMBEDDER,
+    def __init__(self, corpus: Corpus, model: ModelSpec | Embedder = DEFAULT_EMBEDDER,
                  *, device: str = "auto", batch_size: int = 32, cache_dir: str | Path | None = None,
                  short_name: str | None = None) -> None:
         self.corpus = corpus
