@@ -12,10 +12,10 @@ from ragstage.attribution import diagnose
 from ragstage.pipeline import (
     BM25Retriever,
     CrossEncoderReranker,
-    DenseRescoreReranker,
     HFGenerator,
     NoReranker,
     Pipeline,
+    RankFusionReranker,
     generate_on_saved_prompts,
 )
 from ragstage.pipeline.cli_run import add_run_arguments, run_from_args
@@ -67,9 +67,9 @@ def test_same_prompt_is_never_generated_twice(tmp_path, generator):
     answers = lambda r: [(t.query_id, t.answer) for t in read_traces(r.traces)]  # noqa: E731
     assert answers(first) == answers(second)
     # a different pipeline whose prompts coincide for some claims only generates the new ones
-    rescore = DenseRescoreReranker(str(tiny_models().embedder), device="cpu", cache_dir=cache)
-    third = _pipeline(counting, cache, reranker=rescore).run(DATA.queries, DATA.qrels, tmp_path / "c")
-    assert third.receipt["pipeline"] == "bm25+rescore"
+    fusion = RankFusionReranker(str(tiny_models().embedder), device="cpu", cache_dir=cache)
+    third = _pipeline(counting, cache, reranker=fusion).run(DATA.queries, DATA.qrels, tmp_path / "c")
+    assert third.receipt["pipeline"] == "bm25+rrf"
     assert len(counting.seen) == third.generated == len(set(counting.seen))
     assert third.generated + third.receipt["counts"]["generation_cache_hits"] == len(DATA.queries)
 
@@ -157,12 +157,12 @@ def test_cli_run_on_a_beir_folder(tmp_path, capsys):
     assert "bm25: 3 traces" in capsys.readouterr().out
     receipt = json.loads((tmp_path / "run" / "receipt.json").read_text())
     assert receipt["settings"]["budget"] == 600 and receipt["data"]["queries"] == 3
-    dense = parser.parse_args(["--data", str(MINI), "--retriever", "dense", "--reranker", "dense-rescore",
+    dense = parser.parse_args(["--data", str(MINI), "--retriever", "dense", "--reranker", "rank-fusion",
                                "--embedder", str(tiny_models().embedder), "--generator", str(tiny_models().generator),
                                "--limit", "2", "--device", "cpu", "--cache-dir", str(tmp_path / "cache"),
                                "--out", str(tmp_path / "dense")])
     assert run_from_args(dense) == 0
-    assert "dense+rescore: 2 traces" in capsys.readouterr().out
+    assert "dense+rrf: 2 traces" in capsys.readouterr().out
     bad = parser.parse_args(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
     with pytest.raises(ValueError, match="not a folder"):
         run_from_args(bad)

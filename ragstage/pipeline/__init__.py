@@ -39,7 +39,7 @@ from .generation import (
 )
 from .models import ModelRef
 from .offline import StandInError, minilm_standin, qwen_coder_standin
-from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker, RerankerUnavailable
+from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, NoReranker, RankFusionReranker, RerankerUnavailable
 from .rerun import generate_on_saved_prompts
 from .retrieval import BM25Retriever, DenseRetriever, tokenize
 from .run import Pipeline, RunResult
@@ -55,7 +55,7 @@ __all__ = [
     "render_messages",
     "ModelRef",
     "StandInError", "minilm_standin", "qwen_coder_standin",
-    "DEFAULT_CROSS_ENCODER", "CrossEncoderReranker", "DenseRescoreReranker", "NoReranker", "RerankerUnavailable",
+    "DEFAULT_CROSS_ENCODER", "CrossEncoderReranker", "RankFusionReranker", "NoReranker", "RerankerUnavailable",
     "BM25Retriever", "DenseRetriever", "tokenize",
     "Pipeline", "RunResult", "generate_on_saved_prompts",
 ]

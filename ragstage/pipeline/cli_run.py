@@ -41,9 +41,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--split", default="test", help="qrels split (default: test)")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25")
     parser.add_argument("--reranker", choices=RERANKERS, default="none",
-                        help="dense-rescore re-scores with the embedder: offline, and NOT a cross-encoder")
+                        help="rank-fusion fuses BM25 and embedder ranks: needs no cross-encoder, and is NOT one")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
-                        help=f"model id or path for dense retrieval / dense-rescore; '{STANDIN}' = offline MiniLM copy")
+                        help=f"model id or path for dense retrieval / rank-fusion; '{STANDIN}' = offline MiniLM copy")
     parser.add_argument("--cross-encoder", default=DEFAULT_CROSS_ENCODER, help="model id or path")
     parser.add_argument("--generator", default=DEFAULT_GENERATOR,
                         help=f"model id or path; '{STANDIN}' = offline Qwen2.5-Coder GGUF stand-in")

@@ -17,7 +17,7 @@ from .embedding import DEFAULT_EMBEDDER, Embedder
 from .generation import DEFAULT_GENERATOR, HFGenerator
 from .models import ModelSpec
 from .offline import minilm_standin, qwen_coder_standin
-from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker, Reranker
+from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, NoReranker, RankFusionReranker, Reranker
 from .retrieval import BM25Retriever, DenseRetriever, Retriever
 
 __all__ = ["STANDIN", "RETRIEVERS", "RERANKERS", "OFFLINE_RERANKER", "Components", "choose_components",
@@ -28,8 +28,8 @@ STANDIN = "standin"
 #: Retriever kinds: lexical BM25, or dense retrieval with the embedder.
 RETRIEVERS = ("bm25", "dense")
 #: Reranker kinds; the offline one needs no cross-encoder weights (none ship on PyPI).
-RERANKERS = ("none", "cross-encoder", "dense-rescore")
-OFFLINE_RERANKER = "dense-rescore"
+RERANKERS = ("none", "cross-encoder", "rank-fusion")
+OFFLINE_RERANKER = "rank-fusion"
 
 
 def make_embedder(model: str | ModelSpec = DEFAULT_EMBEDDER, *, device: str = "auto",
@@ -61,8 +61,8 @@ def make_reranker(kind: str, embedder: Embedder, *, cross_encoder: ModelSpec = D
     """One of :data:`RERANKERS`; the embedder is shared, so a corpus is encoded once per run."""
     if kind == "cross-encoder":
         return CrossEncoderReranker(cross_encoder, device=device)
-    if kind == "dense-rescore":
-        return DenseRescoreReranker(embedder)
+    if kind == "rank-fusion":
+        return RankFusionReranker(embedder)
     if kind == "none":
         return NoReranker()
     raise ValueError(f"unknown reranker {kind!r} (known: {', '.join(RERANKERS)})")

@@ -1,7 +1,7 @@
 """Sentence-transformers bi-encoder embeddings, with the corpus side cached on disk.
 
 Encoding a corpus is the slow part of dense retrieval (minutes for SciFact on a CPU), and the
-same vectors serve the dense retriever and the dense-rescore reranker. They are stored once
+same vectors serve the dense retriever and the rank-fusion reranker. They are stored once
 per (model, corpus content) pair, so neither a re-run nor the second pipeline pays again.
 """
 

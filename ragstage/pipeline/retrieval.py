@@ -18,7 +18,7 @@ from .data import Corpus, doc_text
 from .embedding import DEFAULT_EMBEDDER, Embedder
 from .models import ModelSpec
 
-__all__ = ["STOPWORDS", "Hits", "Retriever", "BM25Retriever", "DenseRetriever", "tokenize", "top_k"]
+__all__ = ["STOPWORDS", "Hits", "Retriever", "BM25Retriever", "DenseRetriever", "tokenize", "rank_order", "top_k"]
 
 Hits = list[tuple[str, float]]
 
@@ -42,9 +42,14 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
+def rank_order(scores: np.ndarray) -> np.ndarray:
+    """Positions from the best score to the worst; ties (to 9 decimals) keep their given order."""
+    return np.lexsort((np.arange(len(scores)), -np.round(scores, 9)))
+
+
 def top_k(scores: np.ndarray, ids: Sequence[str], k: int, positive_only: bool = False) -> Hits:
     """The ``k`` best ``(id, score)`` pairs; ties (to 9 decimals) keep corpus order."""
-    order = np.lexsort((np.arange(len(scores)), -np.round(scores, 9)))
+    order = rank_order(scores)
     if positive_only:
         order = order[scores[order] > 0]
     return [(ids[i], float(scores[i])) for i in order[:k]]
@@ -107,6 +112,15 @@ class BM25Retriever:
         else:
             rows = [self.index.get_scores(t) for t in tokens]
         return {qid: top_k(np.asarray(row), self._ids, k, positive_only=True) for qid, row in zip(queries, rows)}
+
+    def scores(self, query: str, ids: Sequence[str]) -> np.ndarray:
+        """BM25 scores of ``query`` for the documents ``ids`` (0 for one that shares no term)."""
+        row = np.asarray(self.index.get_scores(tokenize(query)))
+        return row[[self._position[doc_id] for doc_id in ids]]
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {doc_id: i for i, doc_id in enumerate(self._ids)}
 
 
 class DenseRetriever:
