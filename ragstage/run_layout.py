@@ -30,7 +30,8 @@ import orjson
 
 from .trace import Trace, TraceError, write_traces
 
-__all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "is_run_file", "copy_runs", "atomic_write_bytes"]
+__all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "settings_folder", "is_run_file", "copy_runs",
+           "atomic_write_bytes"]
 
 _TRACES, _PROMPTS, _RECEIPT = "traces", "prompts", "receipt"
 
@@ -145,6 +146,23 @@ def copy_runs(source: str | Path, target: str | Path) -> list[Path]:
         shutil.copyfile(path, destination)
         copied.append(destination)
     return copied
+
+
+def settings_folder(root: str | Path, name: str, settings: Mapping[str, Any], defaults: Mapping[str, Any]) -> Path:
+    """``root/name`` for the default settings, else ``root/name-<changed setting>-<value>...``.
+
+    A run with other settings (a bigger budget, fewer pipelines) then never writes into the folder
+    of another, so nothing that reads a folder later mixes pipelines from two different runs.
+    """
+    unknown = set(settings) ^ set(defaults)
+    if unknown:
+        raise ValueError(f"settings and defaults name different settings: {sorted(unknown)}")
+    changed = [f"{key}-{_as_name(value)}" for key, value in settings.items() if value != defaults[key]]
+    return folder_for(root, "-".join([name, *changed]).lower())
+
+
+def _as_name(value: Any) -> str:
+    return "_".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def folder_for(root: str | Path, label: str) -> Path:

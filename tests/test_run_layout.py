@@ -5,7 +5,15 @@ import json
 import pytest
 
 from ragstage import Trace, TraceError
-from ragstage.run_layout import RunFiles, copy_runs, find_runs, folder_for, is_run_file, trace_files
+from ragstage.run_layout import (
+    RunFiles,
+    copy_runs,
+    find_runs,
+    folder_for,
+    is_run_file,
+    settings_folder,
+    trace_files,
+)
 from ragstage.trace import read_traces
 
 
@@ -88,3 +96,15 @@ def test_folder_for_a_label(tmp_path):
     assert folder_for(tmp_path, "minilm+ce + gold-context oracle").name == "minilm_ce_gold-context_oracle"
     with pytest.raises(ValueError, match="cannot make a folder name"):
         folder_for(tmp_path, "+/")
+
+
+def test_a_run_with_other_settings_gets_a_folder_of_its_own(tmp_path):
+    defaults = {"BUDGET": 1024, "RETRIEVERS": ["bm25", "dense"], "LIMIT": None}
+    assert settings_folder(tmp_path, "mini", dict(defaults), defaults) == tmp_path / "mini"
+    assert settings_folder(tmp_path, "mini", {**defaults, "BUDGET": 2048}, defaults) == tmp_path / "mini-budget-2048"
+    assert settings_folder(tmp_path, "mini", {**defaults, "RETRIEVERS": ["bm25"], "LIMIT": 5}, defaults).name == \
+        "mini-retrievers-bm25-limit-5"
+    assert settings_folder(tmp_path, "mini", {**defaults, "RETRIEVERS": ("bm25", True)}, defaults).name == \
+        "mini-retrievers-bm25_true"
+    with pytest.raises(ValueError, match="different settings: \\['TOP'\\]"):
+        settings_folder(tmp_path, "mini", {**defaults, "TOP": 3}, defaults)
