@@ -99,6 +99,8 @@ _FUNNEL = (
     ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
     ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
+# Outcomes nobody can call right or wrong: a paired comparison leaves them undecided.
+_UNKNOWN = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 # Questions outside the funnel: no relevance judgement applies to them.
 _OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
                       Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
@@ -213,6 +215,7 @@ class Comparison:
     migration: pd.DataFrame = field(repr=False)
     only_before: tuple[str, ...] = ()
     only_after: tuple[str, ...] = ()
+    undecided: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``ragstage compare --format json``."""
@@ -221,7 +224,7 @@ class Comparison:
             cells = {dst: int(v) for dst, v in row.items() if v}
             if cells:
                 migration[str(src)] = cells
-        return {"n": self.n, "fixed": self.fixed, "broken": self.broken,
+        return {"n": self.n, "fixed": self.fixed, "broken": self.broken, "undecided": self.undecided,
                 "p_value": self.p_value, "migration": migration}
 
 
@@ -239,11 +242,14 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
             require: str = "any") -> Comparison:
     """Pair two runs by ``query_id``: fixed, broken, exact McNemar p, bucket migrations.
 
-    "Right" means bucket ``none`` or ``correct_refusal``. The migration matrix (rows: the
-    bucket before, columns: after) answers the question a bare accuracy hides: did the
-    change reduce failures, or move them to another stage? Questions present in only one
-    run are an error unless ``intersect=True``, because silently dropping them would
-    compare two different question sets.
+    "Right" means bucket ``none`` or ``correct_refusal``. A question whose outcome is
+    unknown in either run (``unjudged``, ``not_logged``) is ``undecided``: it is neither
+    fixed nor broken, so a run that stopped logging prompt ids does not "break" what it
+    answered, and it stays out of the McNemar test. The migration matrix (rows: the bucket
+    before, columns: after) still shows where every question went: did the change reduce
+    failures, or move them to another stage? Questions present in only one run are an
+    error unless ``intersect=True``, because silently dropping them would compare two
+    different question sets.
     """
     a = _by_query(before, require, "before")
     b = _by_query(after, require, "after")
@@ -256,17 +262,18 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
     shared = [q for q in a if q in b]
     if not shared:
         raise ValueError("the two runs share no query_id")
-    fixed = sum(1 for q in shared if a[q] not in RIGHT and b[q] in RIGHT)
-    broken = sum(1 for q in shared if a[q] in RIGHT and b[q] not in RIGHT)
-    both_right = sum(1 for q in shared if a[q] in RIGHT and b[q] in RIGHT)
+    decided = [q for q in shared if a[q] not in _UNKNOWN and b[q] not in _UNKNOWN]
+    fixed = sum(1 for q in decided if a[q] not in RIGHT and b[q] in RIGHT)
+    broken = sum(1 for q in decided if a[q] in RIGHT and b[q] not in RIGHT)
+    both_right = sum(1 for q in decided if a[q] in RIGHT and b[q] in RIGHT)
     moves = Counter((a[q], b[q]) for q in shared)
     used = [s for s in BUCKETS if any(s in pair for pair in moves)]
     migration = pd.DataFrame(0, index=pd.Index(used, name="before"), columns=pd.Index(used, name="after"))
     for (src, dst), k in moves.items():
         migration.loc[src, dst] = k
     return Comparison(n=len(shared), fixed=fixed, broken=broken, both_right=both_right,
-                      both_wrong=len(shared) - fixed - broken - both_right,
-                      p_value=mcnemar(fixed, broken), migration=migration,
+                      both_wrong=len(decided) - fixed - broken - both_right,
+                      p_value=mcnemar(fixed, broken), migration=migration, undecided=len(shared) - len(decided),
                       only_before=only_a, only_after=only_b)
 
 

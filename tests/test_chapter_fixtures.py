@@ -269,7 +269,11 @@ def test_chapter_3_exercises():
     assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
     two = audit["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
                                             prompt=["leave", "shipping"])
-    assert diagnose(two, "any").stage.value == "none" and diagnose(two, "any").recall == 0.5
+    assert diagnose(two, "any").stage.value == "unjudged" and diagnose(two, "any").recall == 0.5
+    supported = audit["supported-answer"]
+    assert diagnose(supported.replace(correct=False), "all").stage.value == "source_or_label"
+    partial = diagnose(supported.replace(correct=False, complete=False), "all")
+    assert (partial.stage.value, partial.reason) == ("generation", REASONS["partial"])
     batch = load_traces("incidents", "batch.jsonl")
     after = load_traces("incidents", "after_fix.jsonl")
     edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t for t in batch]

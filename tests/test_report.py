@@ -107,7 +107,8 @@ def run(outcomes, pipeline):
     out = []
     for i, bucket in enumerate(outcomes):
         kw = {"none": dict(correct=True), "generation": dict(correct=False),
-              "retrieval": dict(retrieved=[], correct=False)}[bucket]
+              "retrieval": dict(retrieved=[], correct=False), "not_logged": dict(prompt=None, correct=True),
+              "unjudged": dict()}[bucket]
         base = dict(query_id=f"q{i}", pipeline=pipeline, gold=["g"], retrieved=["g"], prompt=["g"])
         base.update(kw)
         out.append(Trace(**base))
@@ -121,7 +122,7 @@ def test_compare_counts_fixed_broken_and_migrations():
     assert (result.n, result.fixed, result.broken, result.both_right, result.both_wrong) == (5, 1, 1, 1, 2)
     assert result.p_value == 1.0
     assert result.migration.loc["generation", "retrieval"] == 1
-    assert result.to_dict() == {"n": 5, "fixed": 1, "broken": 1, "p_value": 1.0, "migration": {
+    assert result.to_dict() == {"n": 5, "fixed": 1, "broken": 1, "undecided": 0, "p_value": 1.0, "migration": {
         "retrieval": {"retrieval": 1}, "generation": {"retrieval": 1, "none": 1},
         "none": {"generation": 1, "none": 1}}}
 
@@ -141,14 +142,27 @@ def test_compare_rejects_a_file_with_two_pipelines():
         compare(both, run(["none"], "z"))
 
 
+def test_unknown_outcomes_are_undecided_not_broken():
+    before = run(["none", "none", "generation", "unjudged"], "b")
+    after = run(["not_logged", "none", "not_logged", "none"], "a")
+    result = compare(before, after)
+    assert (result.fixed, result.broken, result.both_right, result.both_wrong, result.undecided) == (0, 0, 1, 0, 3)
+    assert result.migration.loc["none", "not_logged"] == 1 and result.migration.loc["unjudged", "none"] == 1
+
+
+OUTCOMES = st.sampled_from(["none", "generation", "retrieval", "not_logged", "unjudged"])
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["none", "generation", "retrieval"]),
-                          st.sampled_from(["none", "generation", "retrieval"])), min_size=1, max_size=40))
+@given(st.lists(st.tuples(OUTCOMES, OUTCOMES), min_size=1, max_size=40))
 def test_compare_cells_add_up_and_migration_matches(pairs):
     result = compare(run([a for a, _ in pairs], "b"), run([b for _, b in pairs], "a"))
-    assert result.fixed + result.broken + result.both_right + result.both_wrong == result.n == len(pairs)
+    assert (result.fixed + result.broken + result.both_right + result.both_wrong + result.undecided
+            == result.n == len(pairs))
     assert int(result.migration.to_numpy().sum()) == len(pairs)
-    assert result.fixed == sum(1 for a, b in pairs if a != "none" and b == "none")
+    unknown = {"not_logged", "unjudged"}
+    assert result.fixed == sum(1 for a, b in pairs if a not in unknown | {"none"} and b == "none")
+    assert result.undecided == sum(1 for a, b in pairs if a in unknown or b in unknown)
     assert isinstance(result.migration, pd.DataFrame)
 
 
