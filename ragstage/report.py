@@ -13,8 +13,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+<<<<<<< HEAD
 from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
 from .stats import mcnemar, wilson
+=======
+from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .stats import holm, mcnemar, wilson
+>>>>>>> 12efa04
 from .trace import Trace
 
 __all__ = [
@@ -278,13 +283,16 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
 
 
 def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[str, str]], *,
-                     require: str = "any") -> pd.DataFrame:
+                     require: str = "any", adjust: str | None = None) -> pd.DataFrame:
     """One row per (before, after) pair of runs: right before and after, fixed, broken, exact p.
 
     ``runs`` maps a label to its traces (e.g. :attr:`ragstage.runs.RunSet.traces`). Every pair
     must cover the same questions: this is the paired design, and a pair that does not is an
-    error rather than a silently smaller comparison.
+    error rather than a silently smaller comparison. ``adjust="holm"`` adds ``p_holm``, the
+    p-values adjusted for testing every row of the table (:func:`ragstage.stats.holm`).
     """
+    if adjust not in (None, "holm"):
+        raise ValueError(f"adjust must be None or 'holm', got {adjust!r}")
     rows = []
     for before, after in pairs:
         missing = [label for label in (before, after) if label not in runs]
@@ -293,5 +301,8 @@ def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[
         result = compare(runs[before], runs[after], require=require)
         rows.append((before, after, result.n, result.both_right + result.broken, result.both_right + result.fixed,
                      result.fixed, result.broken, result.p_value))
-    return pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
-                                       "p_value"])
+    table = pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
+                                        "p_value"])
+    if adjust == "holm":
+        table["p_holm"] = holm(table["p_value"])
+    return table

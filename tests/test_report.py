@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
 from ragstage.fixtures import load_traces
 from ragstage.report import comparison_table, count_buckets, flag_table
+from ragstage.stats import holm
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
 PUBLISHED = {"minilm+ce": {"retrieval": 22, "reranking": 31, "prompt_assembly": 40, "generation": 100, "none": 107}}
@@ -176,3 +177,16 @@ def test_comparison_table_one_row_per_pair():
     assert table.iloc[1]["fixed"] == 1 and table.iloc[1]["broken"] == 0
     with pytest.raises(ValueError, match="no run labelled 'z'"):
         comparison_table(runs, [("a", "z")])
+    assert "p_holm" not in table
+
+
+def test_comparison_table_holm_column_on_request():
+    runs = {"a": run(["generation"] * 8 + ["none"] * 4, "a"),
+            "b": run(["none"] * 8 + ["none"] * 4, "b"),
+            "c": run(["none"] * 7 + ["generation"] + ["none"] * 4, "c")}
+    table = comparison_table(runs, [("a", "b"), ("b", "c"), ("a", "c")], adjust="holm")
+    assert list(table.columns)[-2:] == ["p_value", "p_holm"]
+    assert list(table.p_holm) == holm(list(table.p_value))
+    assert table.p_holm.iloc[0] == pytest.approx(3 * table.p_value.iloc[0])  # the smallest p, times 3
+    with pytest.raises(ValueError, match="adjust"):
+        comparison_table(runs, [("a", "b")], adjust="bonferroni")
