@@ -13,13 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-<<<<<<< HEAD
 from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
-from .stats import mcnemar, wilson
-=======
-from .attribution import BUCKETS, RIGHT, Stage, diagnose
 from .stats import holm, mcnemar, wilson
->>>>>>> 12efa04
 from .trace import Trace
 
 __all__ = [
