@@ -23,6 +23,7 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "stage_entrants",
     "count_flags",
     "flag_table_from_counts",
     "flag_table",
@@ -167,6 +168,36 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
             measured[group].add("reranking")
     frames = [funnel_from_counts({g: c}, stages=measured[g], qu_measured=qu_measured) for g, c in counts.items()]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
+
+
+# For each bucket inside the funnel: the index of the last stage whose outcome it knows.
+_LAST_KNOWN = {Stage.NONE.value: len(_FUNNEL) - 1}
+for _i, (_, _losses, _leave) in enumerate(_FUNNEL):
+    _LAST_KNOWN.update({s.value: _i for s in _losses})
+    _LAST_KNOWN.update({s.value: _i - 1 for s in _leave})
+_STAGE_INDEX = {name: i for i, (name, _, _) in enumerate(_FUNNEL)}
+
+
+def stage_entrants(traces: Iterable[Trace], stage: str, require: str = "any") -> list[Trace]:
+    """The traces in one funnel stage's denominator: they reached ``stage`` with a known outcome.
+
+    The same sets :func:`funnel` counts, for computing a stage's graded metric (MRR on the
+    questions that entered retrieval, nDCG on those that entered reranking, context precision
+    on those whose gold reached the prompt) on exactly the questions its survival rate uses.
+    For ``query_understanding`` only the traces that measured it (``query_ok`` set) enter.
+    """
+    if stage not in _STAGE_INDEX:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(_STAGE_INDEX)}")
+    index = _STAGE_INDEX[stage]
+    out = []
+    for trace in traces:
+        bucket = diagnose(trace, require).stage.value
+        if bucket in _OUTSIDE or _LAST_KNOWN[bucket] < index:
+            continue
+        if index == 0 and trace.query_ok is None:
+            continue
+        out.append(trace)
+    return out
 
 
 def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[dict[str, Counter[str]], Counter[str]]:

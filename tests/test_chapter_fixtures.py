@@ -294,7 +294,7 @@ def test_chapter_4_exercises():
     edited = [t.replace(query_ok=True) if t.query_id == "qu-1" else t for t in qu]
     assert diagnose(edited[0]).stage.value == "retrieval"
     f = funnel(edited, by=None).set_index("stage")
-    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (3, 4)
+    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (2, 3)
     assert (f.loc["retrieval", "survived"], f.loc["retrieval", "entered"]) == (2, 3)
     spec = load_json("stages", "systems.json")
     n, seed = spec["n"], spec["seed"]

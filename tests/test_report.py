@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
 from ragstage.fixtures import load_traces
-from ragstage.report import comparison_table, count_buckets, flag_table
+from ragstage.report import comparison_table, count_buckets, flag_table, stage_entrants
 from ragstage.stats import holm
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
@@ -190,3 +190,28 @@ def test_comparison_table_holm_column_on_request():
     assert table.p_holm.iloc[0] == pytest.approx(3 * table.p_value.iloc[0])  # the smallest p, times 3
     with pytest.raises(ValueError, match="adjust"):
         comparison_table(runs, [("a", "b")], adjust="bonferroni")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["any", "all"]))
+def test_stage_entrants_are_the_funnels_denominators(seed, require):
+    from ragstage.simulate import simulate_pipeline
+
+    rates = {"query_understanding": 0.8, "retrieval": 0.7, "reranking": 0.8, "prompt_assembly": 0.8,
+             "generation": 0.6}
+    traces = list(simulate_pipeline(60, rates, seed=seed).traces)
+    # unmeasured query understanding, unlogged prompts, unjudged answers and a refusal case
+    traces = [t.replace(query_ok=None) if i % 5 == 0 else t for i, t in enumerate(traces)]
+    traces = [t.replace(prompt=None) if i % 7 == 0 else t for i, t in enumerate(traces)]
+    traces = [t.replace(correct=None, answer_ids=None, claims=None) if i % 9 == 0 else t
+              for i, t in enumerate(traces)]
+    traces.append(Trace(query_id="u", answerable=False, refused=True))
+    table = funnel(traces, by=None, require=require).set_index("stage")
+    for stage, row in table.iterrows():
+        entrants = stage_entrants(traces, stage, require)
+        assert len(entrants) == row["entered"], stage
+
+
+def test_stage_entrants_rejects_an_unknown_stage():
+    with pytest.raises(ValueError, match="unknown stage"):
+        stage_entrants([], "reranker")
