@@ -313,3 +313,9 @@ def test_chapter_4_exercises():
     run = simulate_pipeline(n, types=types, seed=seed)
     kinds = {generation_kind(t) for t in run.traces if t.meta["qtype"] == "specific-rare"} - {None}
     assert kinds == {"wrong_passage"}
+
+
+def test_chapter_1_exercise_6_unlogged_prompt():
+    case_e = next(t for t in load_traces("five_cases", "cases.jsonl") if t.query_id == "E")
+    assert diagnose(case_e).stage.value == "none"
+    assert diagnose(case_e.replace(prompt=None)).stage.value == "not_logged"
