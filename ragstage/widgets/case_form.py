@@ -6,9 +6,11 @@ as text, so reading the inputs back must not lose what the text cannot show:
 * an input whose text is still the text of the current value leaves that value as it is
   (a claims list ``[]``, an id ``"a b"`` or an id called ``null`` survive an edit of
   another field, although their text would read back differently);
-* a ranked list (``retrieved``, ``reranked``) keeps its scores and sections while every id
-  in it still has one, from the case as loaded or as last edited; a new id without a score
-  turns the list into plain ids;
+* an input retyped to the same value (``d1,d2`` for ``d1, d2``) also keeps it exactly,
+  entries with scores and sections included;
+* a ranked list (``retrieved``, ``reranked``) edited to other ids keeps its scores and
+  sections while every id in it still has one, from the case as loaded or as last edited;
+  a new id without a score turns the list into plain ids;
 * every field the editor does not show (``answer``, ``truncated``, ``prompt_source``,
   ``meta``, ...) is carried over unchanged.
 
@@ -56,6 +58,13 @@ def _ranked(ids: list[str] | None, known: Mapping[str, dict[str, Any]]) -> list[
     return ids
 
 
+def _same(parsed: Any, value: Any) -> bool:
+    """Whether a parsed input is the value already held (lists compare as tuples)."""
+    if isinstance(parsed, list) and isinstance(value, tuple):
+        return tuple(parsed) == value
+    return parsed == value and type(parsed) is type(value)
+
+
 def read_case(inputs: Mapping[str, str | bool], current: Trace, original: Trace) -> Trace:
     """The trace the inputs of one case describe; raises ValueError naming the bad field.
 
@@ -68,6 +77,8 @@ def read_case(inputs: Mapping[str, str | bool], current: Trace, original: Trace)
         if inputs[name] == shown[name]:
             continue  # untouched: keep the value exactly, even what its text cannot show
         value = field.parse(inputs[name])
+        if _same(value, getattr(current, name)):
+            continue  # retyped (other spacing, other spelling) but the same value: keep it exactly
         if name in _RANKED:
             value = _ranked(value, _known_entries((original, current), name))
         record[name] = value
