@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ragstage import BUCKETS, Stage, Trace, diagnose, read_traces, wilson
-from ragstage.fixtures import load_traces
 from ragstage.widgets import CaseEditor, IntervalExplorer, css_name, parse_claims, parse_ids
 
 
 @pytest.fixture
-def editor() -> CaseEditor:
-    return CaseEditor(load_traces("five_cases", "cases.jsonl"))
+def editor(five_cases) -> CaseEditor:
+    return CaseEditor(five_cases)
 
 
 def stages(ed: CaseEditor) -> dict[str, str]:
