@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage import Trace, read_traces
@@ -51,6 +51,7 @@ def test_unedited_inputs_read_back_as_the_same_trace(record):
     assert read_case(case_inputs(trace), trace, trace).to_dict() == trace.to_dict()
 
 
+@settings(max_examples=50, deadline=None)  # builds a whole editor per example
 @given(st.lists(records(), min_size=1, max_size=3, unique_by=lambda r: r["query_id"]), st.data())
 def test_save_round_trips_any_trace_after_an_edit_elsewhere(tmp_path_factory, cases, data):
     traces = [Trace.from_dict(r) for r in cases]
