@@ -25,6 +25,8 @@ _OUTCOMES: dict[str, dict] = {
     "none": {"correct": True},
     "generation": {"correct": False},
     "retrieval": {"retrieved": [], "correct": False},
+    "not_logged": {"prompt": None, "correct": True},
+    "unjudged": {},
 }
 
 
@@ -63,7 +65,8 @@ def _judged_run(outcomes: Sequence[str] | Mapping[str, str], pipeline: str = "de
 def judged_run() -> Callable[..., list[Trace]]:
     """Build a run whose buckets are chosen: ``judged_run(["none", "retrieval"], "before")``.
 
-    Each outcome is ``none``, ``generation`` or ``retrieval``; a list numbers its questions
-    ``q0, q1, ...``, a mapping names them. Session-scoped so hypothesis tests can use it.
+    Each outcome is ``none``, ``generation``, ``retrieval``, ``not_logged`` or ``unjudged``;
+    a list numbers its questions ``q0, q1, ...``, a mapping names them. Session-scoped so
+    hypothesis tests can use it.
     """
     return _judged_run

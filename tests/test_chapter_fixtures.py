@@ -9,18 +9,11 @@ import pytest
 from scipy.stats import binom
 
 from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
-from ragstage.attribution import REASONS
+from ragstage.attribution import GENERATION_KINDS, REASONS, generation_kind
 from ragstage.fixtures import load_json, load_traces
-from ragstage.simulate import (
-    GENERATION_KINDS,
-    STAGES,
-    correctness,
-    end_to_end,
-    generation_kind,
-    interval_coverage,
-    simulate_pipeline,
-    sufficiency,
-)
+from ragstage.oracles import correctness, sufficiency
+from ragstage.simulate import STAGES, end_to_end, simulate_pipeline
+from ragstage.stats import interval_coverage
 
 
 # -- chapter 1 ---------------------------------------------------------------------------------
@@ -271,7 +264,11 @@ def test_chapter_3_exercises(audit_cases, incident_batch):
     assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
     two = audit_cases["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
                                                   prompt=["leave", "shipping"])
-    assert diagnose(two, "any").stage.value == "none" and diagnose(two, "any").recall == 0.5
+    assert diagnose(two, "any").stage.value == "unjudged" and diagnose(two, "any").recall == 0.5
+    supported = audit_cases["supported-answer"]
+    assert diagnose(supported.replace(correct=False), "all").stage.value == "source_or_label"
+    partial = diagnose(supported.replace(correct=False, complete=False), "all")
+    assert (partial.stage.value, partial.reason) == ("generation", REASONS["partial"])
     after = load_traces("incidents", "after_fix.jsonl")
     edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t
               for t in incident_batch]

@@ -69,12 +69,10 @@ def test_claims_and_null_prompt(editor):
     assert editor.diagnoses["C"].stage.value == "generation"
     assert editor.diagnoses["C"].support == 0.5
     editor.set_case("C", claims=[True, True])
-    assert editor.diagnoses["C"].stage.value == "none"
+    assert editor.diagnoses["C"].stage.value == "unjudged"  # supported is not correct
     editor.set_case("C", prompt="null")
-    # whichever bucket the rules give an unlogged prompt, the editor shows that one
-    expected = diagnose(editor.original[2].replace(prompt=None, answer_ids=None, claims=[True, True]))
-    assert editor.diagnoses["C"] == expected and expected.stage.value != "none"
-    assert editor.stage_labels["C"].value == expected.stage.value
+    assert editor.diagnoses["C"].stage.value == "not_logged"
+    assert editor.stage_labels["C"].value == "not_logged"
     assert editor.diagnoses["C"].retention is None
     assert "not logged" in editor.reason_labels["C"].value
 
