@@ -32,6 +32,7 @@ from scipy.special import bdtr, bdtrc
 from scipy.stats import binom, norm
 
 __all__ = [
+    "critical_count",
     "mcnemar_power",
     "mcnemar_power_normal",
     "mcnemar_sample_size",
@@ -160,14 +161,15 @@ def mcnemar_sample_size_normal(p_fixed: float, p_broken: float, power: float = 0
 
 
 def mcnemar_sample_size(p_fixed: float, p_broken: float, power: float = 0.8, alpha: float = 0.05,
-                        *, rule: str = "stays", n_limit: int = 100_000) -> int:
+                        *, rule: str = "stays", n_limit: int = 20_000) -> int:
     """Paired questions needed for the exact McNemar test to reach ``power``.
 
     ``rule="stays"`` (default): the smallest n such that the exact power is at least
     ``power`` at every size from n to 2n. ``rule="first"``: the smallest n whose exact power
     reaches ``power``, which a slightly larger set may fall short of again. The two agree
     unless nearly every question flips. Raises ValueError when no n up to ``n_limit``
-    qualifies (an improvement that small needs a bigger study than this search covers).
+    qualifies (20,000 by default): an improvement that needs more labelled pairs than that is, for
+    a RAG evaluation, better planned as a larger effect than as a larger study.
     """
     _check_target(p_fixed, p_broken, power)
     _check_shares(p_fixed, p_broken)
