@@ -259,6 +259,16 @@ def test_chapter_2_exercises():
     assert m03.gold == ("s020",) and m03.retrieved[0] == "s150" and not hit_at_k(m03.retrieved, m03.gold, 5)
 
 
+def test_chapter_2_planning_exercises():
+    from ragstage import holm, load_published, mcnemar_sample_size
+
+    pairs = load_published().pairs
+    minilm = pairs[(pairs.before == "minilm") & (pairs.after == "minilm+ce")].iloc[0]
+    assert mcnemar_sample_size(minilm.fixed / 300, minilm.broken / 300, power=0.9) == 251
+    sixth = holm(list(pairs.p_value) + [0.01])
+    assert round(sixth[-1], 3) == 0.040 and round(sixth[2], 3) == 0.120
+
+
 def test_chapter_3_exercises(audit_cases, incident_batch):
     d = diagnose(audit_cases["retrieval-miss"].replace(retrieved=["returns-v2", "returns-v1"]), "all")
     assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
