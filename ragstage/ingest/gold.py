@@ -16,9 +16,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from ..trace import iter_json_lines, open_text
 from .spans import SpanError
 
-__all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex", "locate_llamaindex_nodes"]
+__all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
+           "locate_llamaindex_nodes"]
 
-_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "reference", "meta"})
+_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "reference"})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -19,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 
 from ..trace import iter_json_lines, open_text
+from ..tracelog import append_line
 from .spans import Span, SpanError
 
 __all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter", "is_otlp_json"]
@@ -199,11 +199,7 @@ def write_otlp_json(path: str | Path, spans: Iterable[Any]) -> int:
         return 0
     line = orjson.dumps(spans_to_otlp(spans)) + b"\n"
     with _WRITE_LOCK:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        append_line(path, line)
     return len(spans)
 
 

@@ -204,7 +204,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     if stages:
         last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
         req.reranked = ranked
-        req.notes["reranking"] = f"'{last.name}' ({last.kind.lower() or 'span'}), the last of {len(stages)} ranking step(s)"
+        kind = last.kind.lower() or "span"
+        req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
     llms = [s for s in ordered if s.kind == "LLM"]
     for s in llms:
         text = oi.prompt_text(s)
