@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
 from .stats import mcnemar, wilson
 from .trace import Trace
 
@@ -23,6 +23,9 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "count_flags",
+    "flag_table_from_counts",
+    "flag_table",
     "Comparison",
     "compare",
     "comparison_table",
@@ -30,6 +33,7 @@ __all__ = [
 
 TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
 FUNNEL_COLUMNS = ["group", "stage", "entered", "survived", "rate", "low", "high"]
+FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
 
 
 def _group_of(trace: Trace, by: str | None) -> str:
@@ -85,28 +89,33 @@ def attribution_table(traces: Iterable[Trace], by: str | None = "pipeline", requ
     return table_from_counts(count_buckets(traces, by, require), empty=empty)
 
 
-# The evidence passes these stages in order. Each entry: the stage, and the buckets that
-# are a loss *at* that stage. A question enters a stage when it survived every earlier one.
+# The evidence passes these stages in order. Each entry: the stage, the buckets that are a
+# loss *at* it, and the buckets that leave the funnel just before it without being a loss
+# (their outcome there is unknown: prompt ids not logged, an answer nobody judged).
 _FUNNEL = (
-    ("query_understanding", (Stage.QUERY_UNDERSTANDING,)),
-    ("retrieval", (Stage.RETRIEVAL,)),
-    ("reranking", (Stage.RERANKING,)),
-    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,)),
-    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL)),
+    ("query_understanding", (Stage.QUERY_UNDERSTANDING,), ()),
+    ("retrieval", (Stage.RETRIEVAL,), ()),
+    ("reranking", (Stage.RERANKING,), ()),
+    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
+    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
 # Questions outside the funnel: no relevance judgement applies to them.
-_OUTSIDE = {Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
-            Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value}
+_OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
+                      Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
 
 
-def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *,
-                       stages: Iterable[str] | None = None) -> pd.DataFrame:
+def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *, stages: Iterable[str] | None = None,
+                       qu_measured: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Conditional survival of each stage over its own denominator, with Wilson intervals.
 
     Reranking survival is over the questions whose gold was retrieved, assembly over those
-    whose gold survived reranking, generation (answered correctly) over those whose gold
-    reached the prompt and whose answer was judged. Unanswerable, unlabelled, failed and
-    unjudged questions have no place in the funnel and are left out of every denominator.
+    whose gold survived reranking and whose prompt ids were logged, generation (answered
+    correctly) over those whose gold reached the prompt and whose answer was judged.
+    Unanswerable, unlabelled and failed questions have no place in the funnel. Query
+    understanding is scored only on the questions that measured it: ``qu_measured`` gives
+    their number per group (default: all of them); the unmeasured ones pass straight on to
+    retrieval, neither surviving nor failing a stage nobody judged.
+
     A stage with no question entering it, or one left out of ``stages`` (a pipeline with no
     reranker, a log that never judged query understanding), gets no row. By default query
     understanding is shown only for a group whose counts name that bucket: published
@@ -116,37 +125,79 @@ def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *,
     rows = []
     for group, buckets in counts.items():
         keep = set(stages) if stages is not None else (
-            {s for s, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
-                                       else {Stage.QUERY_UNDERSTANDING.value}))
-        entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE and k != Stage.UNJUDGED.value)
-        for stage, losses in _FUNNEL:
+            {s for s, _, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
+                                          else {Stage.QUERY_UNDERSTANDING.value}))
+        entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE)
+        for stage, losses, leave in _FUNNEL:
+            entered -= sum(int(buckets.get(s.value, 0)) for s in leave)
             lost = sum(int(buckets.get(s.value, 0)) for s in losses)
-            survived = entered - lost
-            if stage in keep and entered > 0:
-                low, high = wilson(survived, entered)
-                rows.append((group, stage, entered, survived, survived / entered, low, high))
-            entered = survived
+            judged = entered
+            if stage == Stage.QUERY_UNDERSTANDING.value and qu_measured is not None:
+                judged = int(qu_measured.get(group, 0))
+                if judged < lost or judged > entered:
+                    raise ValueError(f"group {group!r}: {judged} questions measured query understanding, "
+                                     f"but {lost} failed it and {entered} entered the funnel")
+            if stage in keep and judged > 0:
+                low, high = wilson(judged - lost, judged)
+                rows.append((group, stage, judged, judged - lost, (judged - lost) / judged, low, high))
+            entered -= lost
     return pd.DataFrame(rows, columns=FUNNEL_COLUMNS)
 
 
 def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = "any") -> pd.DataFrame:
     """The conditional stage funnel of a set of traces (see :func:`funnel_from_counts`).
 
-    Query understanding gets a row only when some trace judged it (``query_ok`` set), and
-    reranking only when some trace in the group had a reranking stage: an unmeasured stage
-    is not a healthy one, so it is not shown as 100% survival.
+    Query understanding gets a row only when some trace judged it (``query_ok`` set), over
+    those traces only; reranking only when some trace in the group had a reranking stage:
+    an unmeasured stage is not a healthy one, so it is not shown as 100% survival.
     """
     counts: dict[str, Counter[str]] = defaultdict(Counter)
+    qu_measured: Counter[str] = Counter()
     measured: dict[str, set[str]] = defaultdict(lambda: {"retrieval", "prompt_assembly", "generation"})
     for trace in traces:
         group = _group_of(trace, by)
-        counts[group][diagnose(trace, require).stage.value] += 1
+        bucket = diagnose(trace, require).stage.value
+        counts[group][bucket] += 1
         if trace.query_ok is not None:
             measured[group].add("query_understanding")
+            qu_measured[group] += bucket not in _OUTSIDE
         if trace.reranked is not None:
             measured[group].add("reranking")
-    frames = [funnel_from_counts({g: c}, stages=measured[g]) for g, c in counts.items()]
+    frames = [funnel_from_counts({g: c}, stages=measured[g], qu_measured=qu_measured) for g, c in counts.items()]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
+
+
+def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[dict[str, Counter[str]], Counter[str]]:
+    """``({group: Counter(flag -> count)}, Counter(group -> traces))``: flags are per answer."""
+    flags: dict[str, Counter[str]] = defaultdict(Counter)
+    totals: Counter[str] = Counter()
+    for trace in traces:
+        group = _group_of(trace, by)
+        totals[group] += 1
+        flags[group].update(diagnose(trace).flags)
+    return dict(flags), totals
+
+
+def flag_table_from_counts(flags: Mapping[str, Mapping[str, int]], totals: Mapping[str, int]) -> pd.DataFrame:
+    """One row per (group, flag): severity, count, traces in the group, share, Wilson interval.
+
+    Every flag gets a row, zero counts included: "no fabricated citation in 40 answers" is a
+    finding with an interval of its own.
+    """
+    rows = []
+    for group, n in totals.items():
+        if n <= 0:
+            continue
+        for flag in FLAGS:
+            k = int(flags.get(group, {}).get(flag, 0))
+            low, high = wilson(k, n)
+            rows.append((group, flag, SEVERITY[flag], k, int(n), k / n, low, high))
+    return pd.DataFrame(rows, columns=FLAG_COLUMNS)
+
+
+def flag_table(traces: Iterable[Trace], by: str | None = "pipeline") -> pd.DataFrame:
+    """Flags recorded on the answers (right or wrong), per group, with Wilson intervals."""
+    return flag_table_from_counts(*count_flags(traces, by))
 
 
 @dataclass(frozen=True)

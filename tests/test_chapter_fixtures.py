@@ -9,18 +9,11 @@ import pytest
 from scipy.stats import binom
 
 from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
-from ragstage.attribution import REASONS
+from ragstage.attribution import GENERATION_KINDS, REASONS, generation_kind
 from ragstage.fixtures import load_json, load_traces
-from ragstage.simulate import (
-    GENERATION_KINDS,
-    STAGES,
-    correctness,
-    end_to_end,
-    generation_kind,
-    interval_coverage,
-    simulate_pipeline,
-    sufficiency,
-)
+from ragstage.oracles import correctness, sufficiency
+from ragstage.simulate import STAGES, end_to_end, simulate_pipeline
+from ragstage.stats import interval_coverage
 
 
 # -- chapter 1 ---------------------------------------------------------------------------------

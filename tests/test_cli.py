@@ -39,6 +39,24 @@ def test_attribute_table_and_csv():
     assert csv_lines[1].startswith("all,retrieval,1,4,0.25,")
 
 
+def test_attribute_flags_counts_flags_per_group_with_intervals(tmp_path):
+    path = tmp_path / "flags.jsonl"
+    write_traces(path, [
+        Trace(query_id="a", gold=["g"], retrieved=["g"], prompt=["g"], answer_ids=["g", "z"]),  # right, fabricated
+        Trace(query_id="b", gold=["g"], retrieved=["g"], prompt=["g"], answer="It is 20 weeks.", correct=False),
+        Trace(query_id="c", gold=["g"], retrieved=["g"], prompt=["g"], answer="ID: 42", answer_ids=["g"]),
+    ])
+    rows = json.loads(ragstage("attribute", str(path), "--flags", "--format", "json").stdout)
+    assert [(r["flag"], r["severity"], r["count"], r["n"]) for r in rows] == [
+        ("fabricated_citation", "critical", 1, 3), ("numeric_unmarked", "medium", 1, 3)]
+    assert rows[0]["low"] == pytest.approx(0.0615, abs=1e-4)
+    table = ragstage("attribute", str(path), "--flags").stdout.splitlines()
+    assert table[0].split() == ["group", "flag", "severity", "count", "n", "share", "low", "high"]
+    # the default output keeps its documented keys
+    default = json.loads(ragstage("attribute", str(path), "--format", "json").stdout)
+    assert all(set(r) == {"group", "stage", "count", "n", "share", "low", "high"} for r in default)
+
+
 def test_attribute_require_all(tmp_path):
     path = tmp_path / "two.jsonl"
     write_traces(path, [Trace(query_id="q", gold=["a", "b"], retrieved=["a"], prompt=["a"], correct=True)])

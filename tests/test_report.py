@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
 from ragstage.fixtures import load_traces
-from ragstage.report import comparison_table, count_buckets
+from ragstage.report import comparison_table, count_buckets, flag_table
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
 PUBLISHED = {"minilm+ce": {"retrieval": 22, "reranking": 31, "prompt_assembly": 40, "generation": 100, "none": 107}}
@@ -24,7 +24,7 @@ def test_table_rows_in_bucket_order_with_wilson_intervals():
 
 def test_empty_buckets_on_request():
     table = table_from_counts(PUBLISHED, empty=True)
-    assert len(table) == 12
+    assert len(table) == 13
     zero = table.set_index("stage").loc["unjudged"]
     assert zero["count"] == 0 and zero["low"] == 0.0 and zero["high"] > 0
 
@@ -47,7 +47,39 @@ def test_funnel_uses_each_stages_own_denominator():
 def test_funnel_leaves_unanswerable_and_failed_questions_out():
     counts = {"g": {"endpoint_unavailable": 5, "correct_refusal": 3, "unjudged": 2, "retrieval": 1, "none": 4}}
     f = funnel_from_counts(counts).set_index("stage")
-    assert f.loc["retrieval", "entered"] == 5 and f.loc["generation", "entered"] == 4
+    # unjudged answers survived every stage up to the prompt; only generation leaves them out
+    assert f.loc["retrieval", "entered"] == 7 and f.loc["prompt_assembly", "survived"] == 6
+    assert f.loc["generation", "entered"] == 4
+
+
+def test_unlogged_prompts_leave_the_later_denominators_only():
+    counts = {"g": {"retrieval": 2, "reranking": 1, "not_logged": 30, "prompt_assembly": 1, "none": 6}}
+    f = funnel_from_counts(counts).set_index("stage")
+    assert (f.loc["reranking", "entered"], f.loc["reranking", "survived"]) == (38, 37)
+    assert (f.loc["prompt_assembly", "entered"], f.loc["prompt_assembly", "survived"]) == (7, 6)
+    assert f.loc["generation", "entered"] == 6
+
+
+def test_unmeasured_query_understanding_is_not_a_pass():
+    traces = [Trace(query_id=str(i), gold=["g"], retrieved=["g"], prompt=["g"], answer_ids=["g"],
+                    query_ok=None if i < 6 else i != 9) for i in range(10)]
+    f = funnel(traces).set_index("stage")
+    assert (f.loc["query_understanding", "entered"], f.loc["query_understanding", "survived"]) == (4, 3)
+    assert f.loc["retrieval", "entered"] == 9
+    with pytest.raises(ValueError, match="measured query understanding"):
+        funnel_from_counts({"g": {"query_understanding": 3, "none": 5}}, qu_measured={"g": 2})
+
+
+def test_flag_table_counts_every_flag_with_an_interval():
+    traces = [Trace(query_id="a", gold=["g"], retrieved=["g"], prompt=["g"], answer_ids=["g", "z"]),
+              Trace(query_id="b", gold=["g"], retrieved=["g"], prompt=["g"], answer="Leave is 20 weeks.",
+                    correct=True),
+              Trace(query_id="c", gold=["g"], retrieved=["g"], prompt=["g"], answer_ids=["g"])]
+    table = flag_table(traces).set_index("flag")
+    assert list(table.index) == ["fabricated_citation", "numeric_unmarked"]
+    assert table.loc["fabricated_citation", "count"] == 1 and table.loc["fabricated_citation", "n"] == 3
+    assert table.loc["fabricated_citation", "severity"] == "critical"
+    assert (table.loc["numeric_unmarked", "low"], table.loc["numeric_unmarked", "high"]) == wilson(1, 3)
 
 
 def test_funnel_from_traces_skips_unmeasured_stages():

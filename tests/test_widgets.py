@@ -70,9 +70,9 @@ def test_claims_and_null_prompt(editor):
     assert editor.diagnoses["C"].stage.value == "generation"
     assert editor.diagnoses["C"].support == 0.5
     editor.set_case("C", claims=[True, True])
-    assert editor.diagnoses["C"].stage.value == "none"
+    assert editor.diagnoses["C"].stage.value == "unjudged"  # supported is not correct
     editor.set_case("C", prompt="null")
-    assert editor.diagnoses["C"].stage.value == "prompt_assembly"
+    assert editor.diagnoses["C"].stage.value == "not_logged"
     assert editor.diagnoses["C"].retention is None
     assert "not logged" in editor.reason_labels["C"].value
 
