@@ -52,6 +52,7 @@ class IngestResult:
     traces: list[Trace]
     unmatched_labels: list[Label]
     without_llm: list[str]  # query ids of requests with no LLM span
+    skipped: list[str] = field(default_factory=list)  # trace ids with no retriever, reranker or LLM span
 
     def write(self, path: str | Path) -> int:
         """Write the traces as JSON Lines; returns the count."""
@@ -71,6 +72,9 @@ class IngestResult:
         if self.without_llm:
             lines.append(f"{len(self.without_llm)} request(s) with no LLM span (prompt and answer not logged): "
                          + ", ".join(self.without_llm[:5]) + (" ..." if len(self.without_llm) > 5 else ""))
+        if self.skipped:
+            lines.append(f"{len(self.skipped)} trace id(s) skipped: no retriever, reranker or LLM span "
+                         "(indexing or other work, not a request)")
         if self.unmatched_labels:
             shown = [f"{lb.query_id or lb.query!r} (line {lb.line})" for lb in self.unmatched_labels[:5]]
             lines.append(f"{len(self.unmatched_labels)} label(s) matched no request: " + ", ".join(shown)
@@ -184,8 +188,11 @@ def ingest_openinference(spans: Any, labels: Iterable[Label] | str | Path | None
     index = LabelIndex(iter_labels(labels))
     traces: list[Trace] = []
     seen: dict[tuple[str, str], str] = {}
-    without_llm = []
+    without_llm, skipped = [], []
     for req in requests_from_spans(all_spans):
+        if not req.is_request:
+            skipped.append(req.trace_id)
+            continue
         trace = request_to_trace(req, index, opts)
         key = (trace.query_id, trace.pipeline)
         if key in seen:
@@ -196,4 +203,4 @@ def ingest_openinference(spans: Any, labels: Iterable[Label] | str | Path | None
         if not req.has_llm:
             without_llm.append(trace.query_id)
         traces.append(trace)
-    return IngestResult(traces, index.unmatched(), without_llm)
+    return IngestResult(traces, index.unmatched(), without_llm, skipped)

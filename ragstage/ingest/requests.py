@@ -61,6 +61,12 @@ class Request:
     timestamp: str | None = None
     error: dict[str, str] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
+
+    @property
+    def is_request(self) -> bool:
+        """False for a trace id with no retriever, reranker or LLM span (indexing, other work)."""
+        return self.stage_spans > 0
 
     @property
     def has_llm(self) -> bool:
@@ -181,6 +187,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         for k, v in oi.metadata(s).items():
             req.metadata.setdefault(k, v)
     retrievers = [s for s in ordered if s.kind == "RETRIEVER"]
+    req.stage_spans = sum(1 for s in ordered if s.kind in ("RETRIEVER", "RERANKER", "LLM"))
     docs = {s.span_id: oi.documents(s) for s in retrievers}
     rerank_spans = [s for s in ordered if s.kind == "RERANKER"]
     for s in rerank_spans:
