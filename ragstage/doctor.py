@@ -6,7 +6,8 @@ diagnosis impossible, and the doctor says which. A few gaps **block** attributio
 (no gold: nothing to look for; no prompt ids: assembly and retrieval losses look the same; no
 retrieved list: retrieval cannot be judged); a trace with any of them cannot be attributed,
 and the doctor exits 1. It also reports shape problems that make the numbers wrong without
-an error: prompt ids that no ranked list holds, duplicate ids, answers never judged.
+an error: prompt ids that no ranked list holds, duplicate ids, answers never judged. A trace
+with a service failure (``error``) is attributed as such whatever it lacks, so it never blocks.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from .attribution import Stage, diagnose
 from .trace import Trace
 
 __all__ = ["FIELD_CHECKS", "Finding", "Report", "examine", "doctor_files"]
@@ -82,9 +84,9 @@ SHAPE_CHECKS: tuple[tuple[str, Callable[[Trace], bool], str], ...] = (
     ("reranked outside retrieved", lambda t: t.reranked is not None and any(r not in set(t.retrieved)
                                                                             for r in t.reranked),
      "the reranker saw candidates the retrieval log does not list"),
-    ("answer never judged", lambda t: t.error is None and t.answerable and t.correct is None
-     and t.answer_ids is None and not t.claims,
-     "generation cannot be assessed: add `correct`, `answer_ids` or claim labels (these go to `unjudged`)"),
+    ("answer never judged", lambda t: diagnose(t).stage is Stage.UNJUDGED,
+     "the evidence reached the prompt but nothing judges the answer (`unjudged`): add `correct`, "
+     "`answer_ids` or claim labels"),
     ("passage truncated in the prompt", lambda t: bool(t.truncated),
      "a passage reached the model only in part: it does not count as in the prompt"),
 )
@@ -163,8 +165,8 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = ()) -> Report:
     for check in FIELD_CHECKS:
         count, examples = _examples(traces, check.missing)
         fields.append(Finding(check.name, count, n, check.impact, check.blocking, examples))
-        if check.blocking:
-            blocked_ids.update((t.query_id, t.pipeline) for t in traces if check.missing(t))
+        if check.blocking:  # a service failure is attributed (endpoint_unavailable) whatever it lacks
+            blocked_ids.update((t.query_id, t.pipeline) for t in traces if t.error is None and check.missing(t))
     problems = []
     for name, check, impact in SHAPE_CHECKS:
         count, examples = _examples(traces, check)
