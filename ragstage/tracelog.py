@@ -66,6 +66,12 @@ def _ranked(items: Iterable[Any] | None) -> list[Any] | None:
     return out
 
 
+def _as_list(ids: Any) -> Any:
+    """Tuples and lists as lists; anything else as given, so the trace check rejects it (a
+    string must fail as ``gold``, not turn into a list of its characters)."""
+    return list(ids) if isinstance(ids, (list, tuple)) else ids
+
+
 class TraceLogger:
     """Append one trace per request to a JSON Lines file (see the module docstring)."""
 
@@ -91,10 +97,10 @@ class TraceLogger:
             "query_id": qid, "pipeline": self.pipeline,
             "query": redact(query) if redact else query,
             "retrieved": _ranked(retrieved), "reranked": _ranked(reranked),
-            "prompt": None if prompt is None else list(prompt),
+            "prompt": _as_list(prompt),
             "prompt_source": None if prompt is None else "logged",
             "answer": redact(answer) if redact else answer,
-            "gold": list(gold),
+            "gold": _as_list(gold),
             "model": model or self.model, "prompt_version": prompt_version or self.prompt_version,
             "timestamp": timestamp or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace(
                 "+00:00", "Z"),

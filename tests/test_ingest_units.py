@@ -11,8 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage import diagnose
-from ragstage.ingest import (ChunkKeys, Label, Span, SpanError, from_phoenix, ingest_openinference, normalise,
-                             ragas_to_traces, read_labels, read_otlp_json, recover_prompt_ids)
+from ragstage.ingest import (
+    ChunkKeys,
+    Label,
+    Span,
+    SpanError,
+    from_phoenix,
+    ingest_openinference,
+    normalise,
+    ragas_to_traces,
+    read_labels,
+    read_otlp_json,
+    recover_prompt_ids,
+)
 from ragstage.ingest.gold import gold_ids, locate
 from ragstage.ingest.otlp import spans_from_request
 from ragstage.ingest.requests import content_id, read_request
