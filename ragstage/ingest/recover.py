@@ -10,12 +10,10 @@ truncated instead of silently counted either way.
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Mapping, NamedTuple
 
 __all__ = ["normalise", "Recovery", "recover_prompt_ids", "MIN_FRAGMENT"]
 
-_SPACE = re.compile(r"\s+")
 _MASK = "\x00"
 #: The shortest beginning or end of a passage taken as a sign that it was cut (characters,
 #: after normalising; half the passage for passages shorter than twice this).
@@ -24,7 +22,7 @@ MIN_FRAGMENT = 40
 
 def normalise(text: str) -> str:
     """Whitespace runs to one space, ends stripped: templates re-wrap and re-indent text."""
-    return _SPACE.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 class Recovery(NamedTuple):

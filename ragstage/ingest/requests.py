@@ -152,7 +152,7 @@ def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
               if not any(d.span_id in listed for d in tree.descendants(s))
               and (s.span_id in listed or not any(a.span_id in listed for a in tree.ancestors(s)))]
     leaves.sort(key=lambda s: (s.start_ns, s.end_ns))
-    ranked = {s.span_id: [(_doc_id(d), d.score) for d in docs[s.span_id] or ()] for s in retrievers}
+    ranked = {s.span_id: [(d.id, d.score) for d in docs[s.span_id] or ()] for s in retrievers}
     lists = [ranked[s.span_id] for s in leaves]
     union = _merge(lists)
     cuts = []
@@ -193,15 +193,16 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     for s in rerank_spans:
         docs[s.span_id] = oi.documents(s, "reranker.output_documents")
         docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents")
-    for listing in docs.values():
+    for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
+        docs[key] = listing = None if listing is None else [d._replace(id=_doc_id(d)) for d in listing]
         for d in listing or ():
-            cand = req.candidates.setdefault(_doc_id(d), Candidate())
+            cand = req.candidates.setdefault(d.id, Candidate())
             if not cand.content and d.content:
                 cand.content = d.content
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
     stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, docs)
-    stages += [(s, [(_doc_id(d), d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
+    stages += [(s, [(d.id, d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
     for s in ordered:
         if s.kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
             ids = oi.postprocessor_ids(s)
