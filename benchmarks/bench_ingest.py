@@ -57,7 +57,8 @@ def write_synthetic(spans_path: Path, labels_path: Path, n_spans: int, seed: int
             for i, d in enumerate(int(x) for x in docs):
                 p = f"retrieval.documents.{i}.document"
                 retrieval[f"{p}.content"] = passages[d]
-                retrieval[f"{p}.metadata"] = orjson.dumps({"source": f"doc{d // 4}", "start_index": (d % 4) * 400}).decode()
+                where = {"source": f"doc{d // 4}", "start_index": (d % 4) * 400}
+                retrieval[f"{p}.metadata"] = orjson.dumps(where).decode()
                 retrieval[f"{p}.score"] = float(10 - i)
             shown = [passages[int(d)] for d in docs[: int(rng.integers(1, 6))]]
             if rng.random() < 0.1:

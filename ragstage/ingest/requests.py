@@ -243,7 +243,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     if failed:
         first = min(failed, key=lambda s: s.end_ns)
         stage = STAGE_OF_KIND.get(first.kind, first.kind.lower() or "unknown")
-        req.error = {"stage": stage, "message": f"{first.name}: {first.error}".rstrip(": ")}
+        detail = (first.error or "").strip().splitlines()[:1]  # LangChain puts a whole traceback here
+        req.error = {"stage": stage, "message": ": ".join([first.name, *detail])}
     return req
 
 
