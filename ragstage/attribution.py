@@ -217,10 +217,10 @@ def _generation_reason(rec: Mapping[str, Any], gold: frozenset[str], flags: tupl
         return REASONS["partial"]
     if answer_ids and not gold.intersection(answer_ids):
         return REASONS["non_gold"]
-    if "numeric_unmarked" in flags:
-        return REASONS["numeric_unmarked"]
-    if claims:  # wrong, complete as far as anyone said, and every claim supported by the prompt
+    if claims:  # wrong, complete as far as anyone said, and reviewers found every claim supported
         return None
+    if "numeric_unmarked" in flags:  # no claim labels: an unmarked number is the best lead
+        return REASONS["numeric_unmarked"]
     if answer_ids:
         return REASONS["gold_named_wrong"]
     return REASONS["wrong"]

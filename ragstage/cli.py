@@ -87,6 +87,8 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"left out (--intersect): {len(result.only_before)} only before, {len(result.only_after)} only after")
     print(f"right before: {result.both_right + result.broken}   right after: {result.both_right + result.fixed}")
     print(f"fixed: {result.fixed}   broken: {result.broken}   exact McNemar p = {result.p_value:.4g}")
+    if result.undecided:
+        print(f"undecided (unjudged or not logged in either run, not tested): {result.undecided}")
     print("\nbucket migration (rows: before, columns: after)")
     print(result.migration.to_string())
     return 0

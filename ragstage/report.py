@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
-from .stats import mcnemar, wilson
+from .stats import holm, mcnemar, wilson
 from .trace import Trace
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "stage_entrants",
     "count_flags",
     "flag_table_from_counts",
     "flag_table",
@@ -99,6 +100,8 @@ _FUNNEL = (
     ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
     ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
+# Outcomes nobody can call right or wrong: a paired comparison leaves them undecided.
+_UNKNOWN = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 # Questions outside the funnel: no relevance judgement applies to them.
 _OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
                       Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
@@ -167,6 +170,36 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
 
 
+# For each bucket inside the funnel: the index of the last stage whose outcome it knows.
+_LAST_KNOWN = {Stage.NONE.value: len(_FUNNEL) - 1}
+for _i, (_, _losses, _leave) in enumerate(_FUNNEL):
+    _LAST_KNOWN.update({s.value: _i for s in _losses})
+    _LAST_KNOWN.update({s.value: _i - 1 for s in _leave})
+_STAGE_INDEX = {name: i for i, (name, _, _) in enumerate(_FUNNEL)}
+
+
+def stage_entrants(traces: Iterable[Trace], stage: str, require: str = "any") -> list[Trace]:
+    """The traces in one funnel stage's denominator: they reached ``stage`` with a known outcome.
+
+    The same sets :func:`funnel` counts, for computing a stage's graded metric (MRR on the
+    questions that entered retrieval, nDCG on those that entered reranking, context precision
+    on those whose gold reached the prompt) on exactly the questions its survival rate uses.
+    For ``query_understanding`` only the traces that measured it (``query_ok`` set) enter.
+    """
+    if stage not in _STAGE_INDEX:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(_STAGE_INDEX)}")
+    index = _STAGE_INDEX[stage]
+    out = []
+    for trace in traces:
+        bucket = diagnose(trace, require).stage.value
+        if bucket in _OUTSIDE or _LAST_KNOWN[bucket] < index:
+            continue
+        if index == 0 and trace.query_ok is None:
+            continue
+        out.append(trace)
+    return out
+
+
 def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[dict[str, Counter[str]], Counter[str]]:
     """``({group: Counter(flag -> count)}, Counter(group -> traces))``: flags are per answer."""
     flags: dict[str, Counter[str]] = defaultdict(Counter)
@@ -213,6 +246,7 @@ class Comparison:
     migration: pd.DataFrame = field(repr=False)
     only_before: tuple[str, ...] = ()
     only_after: tuple[str, ...] = ()
+    undecided: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``ragstage compare --format json``."""
@@ -221,7 +255,7 @@ class Comparison:
             cells = {dst: int(v) for dst, v in row.items() if v}
             if cells:
                 migration[str(src)] = cells
-        return {"n": self.n, "fixed": self.fixed, "broken": self.broken,
+        return {"n": self.n, "fixed": self.fixed, "broken": self.broken, "undecided": self.undecided,
                 "p_value": self.p_value, "migration": migration}
 
 
@@ -239,11 +273,14 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
             require: str = "any") -> Comparison:
     """Pair two runs by ``query_id``: fixed, broken, exact McNemar p, bucket migrations.
 
-    "Right" means bucket ``none`` or ``correct_refusal``. The migration matrix (rows: the
-    bucket before, columns: after) answers the question a bare accuracy hides: did the
-    change reduce failures, or move them to another stage? Questions present in only one
-    run are an error unless ``intersect=True``, because silently dropping them would
-    compare two different question sets.
+    "Right" means bucket ``none`` or ``correct_refusal``. A question whose outcome is
+    unknown in either run (``unjudged``, ``not_logged``) is ``undecided``: it is neither
+    fixed nor broken, so a run that stopped logging prompt ids does not "break" what it
+    answered, and it stays out of the McNemar test. The migration matrix (rows: the bucket
+    before, columns: after) still shows where every question went: did the change reduce
+    failures, or move them to another stage? Questions present in only one run are an
+    error unless ``intersect=True``, because silently dropping them would compare two
+    different question sets.
     """
     a = _by_query(before, require, "before")
     b = _by_query(after, require, "after")
@@ -256,28 +293,32 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
     shared = [q for q in a if q in b]
     if not shared:
         raise ValueError("the two runs share no query_id")
-    fixed = sum(1 for q in shared if a[q] not in RIGHT and b[q] in RIGHT)
-    broken = sum(1 for q in shared if a[q] in RIGHT and b[q] not in RIGHT)
-    both_right = sum(1 for q in shared if a[q] in RIGHT and b[q] in RIGHT)
+    decided = [q for q in shared if a[q] not in _UNKNOWN and b[q] not in _UNKNOWN]
+    fixed = sum(1 for q in decided if a[q] not in RIGHT and b[q] in RIGHT)
+    broken = sum(1 for q in decided if a[q] in RIGHT and b[q] not in RIGHT)
+    both_right = sum(1 for q in decided if a[q] in RIGHT and b[q] in RIGHT)
     moves = Counter((a[q], b[q]) for q in shared)
     used = [s for s in BUCKETS if any(s in pair for pair in moves)]
     migration = pd.DataFrame(0, index=pd.Index(used, name="before"), columns=pd.Index(used, name="after"))
     for (src, dst), k in moves.items():
         migration.loc[src, dst] = k
     return Comparison(n=len(shared), fixed=fixed, broken=broken, both_right=both_right,
-                      both_wrong=len(shared) - fixed - broken - both_right,
-                      p_value=mcnemar(fixed, broken), migration=migration,
+                      both_wrong=len(decided) - fixed - broken - both_right,
+                      p_value=mcnemar(fixed, broken), migration=migration, undecided=len(shared) - len(decided),
                       only_before=only_a, only_after=only_b)
 
 
 def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[str, str]], *,
-                     require: str = "any") -> pd.DataFrame:
+                     require: str = "any", adjust: str | None = None) -> pd.DataFrame:
     """One row per (before, after) pair of runs: right before and after, fixed, broken, exact p.
 
     ``runs`` maps a label to its traces (e.g. :attr:`ragstage.runs.RunSet.traces`). Every pair
     must cover the same questions: this is the paired design, and a pair that does not is an
-    error rather than a silently smaller comparison.
+    error rather than a silently smaller comparison. ``adjust="holm"`` adds ``p_holm``, the
+    p-values adjusted for testing every row of the table (:func:`ragstage.stats.holm`).
     """
+    if adjust not in (None, "holm"):
+        raise ValueError(f"adjust must be None or 'holm', got {adjust!r}")
     rows = []
     for before, after in pairs:
         missing = [label for label in (before, after) if label not in runs]
@@ -286,5 +327,8 @@ def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[
         result = compare(runs[before], runs[after], require=require)
         rows.append((before, after, result.n, result.both_right + result.broken, result.both_right + result.fixed,
                      result.fixed, result.broken, result.p_value))
-    return pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
-                                       "p_value"])
+    table = pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
+                                        "p_value"])
+    if adjust == "holm":
+        table["p_holm"] = holm(table["p_value"])
+    return table

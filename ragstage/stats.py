@@ -4,7 +4,9 @@ Every rate in the workbook is a share of questions, so every rate gets a Wilson 
 it stays inside [0, 1] and keeps close to its nominal coverage at the small n of a hand
 fixture. The normal ("Wald") interval is here only to show why not. Two runs on the
 same questions are compared with the exact McNemar test on the questions that flipped,
-which is far more sensitive than comparing two separate intervals.
+which is far more sensitive than comparing two separate intervals. Several such tests on the
+same questions get Holm's correction, so that "one of them came out significant" keeps its
+meaning.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from scipy.special import bdtr
 __all__ = [
     "Z95",
     "wilson",
+    "format_rate",
     "normal_interval",
     "interval_coverage",
     "half_width",
     "sample_size",
     "mcnemar",
+    "holm",
     "paired_counts",
     "bootstrap_mean_ci",
 ]
@@ -68,6 +72,19 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     low = 0.0 if k == 0 else centre - half
     high = 1.0 if k == n else centre + half
     return low, high
+
+
+def format_rate(k: int, n: int, digits: int = 3) -> str:
+    """``k/n = rate (Wilson low to high)``: the one way the workbook prints a rate.
+
+    ``format_rate(11, 15)`` is ``"11/15 = 0.733 (Wilson 0.480 to 0.891)"``. Printing the
+    counts next to the share keeps the denominator in view, and the interval says how much
+    that denominator pins down.
+    """
+    if isinstance(digits, bool) or digits != int(digits) or digits < 0:
+        raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
+    low, high = wilson(k, n)
+    return f"{k}/{n} = {k / n:.{digits}f} (Wilson {low:.{digits}f} to {high:.{digits}f})"
 
 
 def normal_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -155,6 +172,29 @@ def mcnemar(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
+
+
+def holm(p_values: Iterable[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given.
+
+    Running m tests at level alpha each makes "at least one false alarm" far likelier than
+    alpha. Holm's method keeps that family-wise error at alpha under any dependence between
+    the tests (paired comparisons that share questions and pipelines are dependent): the
+    i-th smallest p is multiplied by m - i + 1, capped at 1, and made non-decreasing. A test
+    survives the correction when its adjusted p is at most alpha. Never less powerful than
+    Bonferroni, which multiplies every p by m.
+    """
+    ps = [float(p) for p in p_values]
+    for i, p in enumerate(ps):
+        if not 0 <= p <= 1:  # also catches NaN
+            raise ValueError(f"p-value {i} must lie in [0, 1], got {p}")
+    m = len(ps)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=ps.__getitem__)):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def paired_counts(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, int]:

@@ -269,7 +269,11 @@ def test_chapter_3_exercises():
     assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
     two = audit["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
                                             prompt=["leave", "shipping"])
-    assert diagnose(two, "any").stage.value == "none" and diagnose(two, "any").recall == 0.5
+    assert diagnose(two, "any").stage.value == "unjudged" and diagnose(two, "any").recall == 0.5
+    supported = audit["supported-answer"]
+    assert diagnose(supported.replace(correct=False), "all").stage.value == "source_or_label"
+    partial = diagnose(supported.replace(correct=False, complete=False), "all")
+    assert (partial.stage.value, partial.reason) == ("generation", REASONS["partial"])
     batch = load_traces("incidents", "batch.jsonl")
     after = load_traces("incidents", "after_fix.jsonl")
     edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t for t in batch]
@@ -290,7 +294,7 @@ def test_chapter_4_exercises():
     edited = [t.replace(query_ok=True) if t.query_id == "qu-1" else t for t in qu]
     assert diagnose(edited[0]).stage.value == "retrieval"
     f = funnel(edited, by=None).set_index("stage")
-    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (3, 4)
+    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (2, 3)
     assert (f.loc["retrieval", "survived"], f.loc["retrieval", "entered"]) == (2, 3)
     spec = load_json("stages", "systems.json")
     n, seed = spec["n"], spec["seed"]
@@ -309,3 +313,9 @@ def test_chapter_4_exercises():
     run = simulate_pipeline(n, types=types, seed=seed)
     kinds = {generation_kind(t) for t in run.traces if t.meta["qtype"] == "specific-rare"} - {None}
     assert kinds == {"wrong_passage"}
+
+
+def test_chapter_1_exercise_6_unlogged_prompt():
+    case_e = next(t for t in load_traces("five_cases", "cases.jsonl") if t.query_id == "E")
+    assert diagnose(case_e).stage.value == "none"
+    assert diagnose(case_e.replace(prompt=None)).stage.value == "not_logged"

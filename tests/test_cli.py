@@ -101,7 +101,7 @@ def test_compare_json(tmp_path):
     before = make_run(tmp_path / "b.jsonl", {"q1": False, "q2": False, "q3": True})
     after = make_run(tmp_path / "a.jsonl", {"q1": True, "q2": True, "q3": True})
     out = json.loads(ragstage("compare", before, after, "--format", "json").stdout)
-    assert set(out) == {"n", "fixed", "broken", "p_value", "migration"}
+    assert set(out) == {"n", "fixed", "broken", "undecided", "p_value", "migration"}
     assert (out["n"], out["fixed"], out["broken"]) == (3, 2, 0)
     assert out["p_value"] == pytest.approx(0.5)
     assert out["migration"] == {"generation": {"none": 2}, "none": {"none": 1}}

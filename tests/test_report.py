@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
 from ragstage.fixtures import load_traces
-from ragstage.report import comparison_table, count_buckets, flag_table
+from ragstage.report import comparison_table, count_buckets, flag_table, stage_entrants
+from ragstage.stats import holm
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
 PUBLISHED = {"minilm+ce": {"retrieval": 22, "reranking": 31, "prompt_assembly": 40, "generation": 100, "none": 107}}
@@ -107,7 +108,8 @@ def run(outcomes, pipeline):
     out = []
     for i, bucket in enumerate(outcomes):
         kw = {"none": dict(correct=True), "generation": dict(correct=False),
-              "retrieval": dict(retrieved=[], correct=False)}[bucket]
+              "retrieval": dict(retrieved=[], correct=False), "not_logged": dict(prompt=None, correct=True),
+              "unjudged": dict()}[bucket]
         base = dict(query_id=f"q{i}", pipeline=pipeline, gold=["g"], retrieved=["g"], prompt=["g"])
         base.update(kw)
         out.append(Trace(**base))
@@ -121,7 +123,7 @@ def test_compare_counts_fixed_broken_and_migrations():
     assert (result.n, result.fixed, result.broken, result.both_right, result.both_wrong) == (5, 1, 1, 1, 2)
     assert result.p_value == 1.0
     assert result.migration.loc["generation", "retrieval"] == 1
-    assert result.to_dict() == {"n": 5, "fixed": 1, "broken": 1, "p_value": 1.0, "migration": {
+    assert result.to_dict() == {"n": 5, "fixed": 1, "broken": 1, "undecided": 0, "p_value": 1.0, "migration": {
         "retrieval": {"retrieval": 1}, "generation": {"retrieval": 1, "none": 1},
         "none": {"generation": 1, "none": 1}}}
 
@@ -141,14 +143,27 @@ def test_compare_rejects_a_file_with_two_pipelines():
         compare(both, run(["none"], "z"))
 
 
+def test_unknown_outcomes_are_undecided_not_broken():
+    before = run(["none", "none", "generation", "unjudged"], "b")
+    after = run(["not_logged", "none", "not_logged", "none"], "a")
+    result = compare(before, after)
+    assert (result.fixed, result.broken, result.both_right, result.both_wrong, result.undecided) == (0, 0, 1, 0, 3)
+    assert result.migration.loc["none", "not_logged"] == 1 and result.migration.loc["unjudged", "none"] == 1
+
+
+OUTCOMES = st.sampled_from(["none", "generation", "retrieval", "not_logged", "unjudged"])
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["none", "generation", "retrieval"]),
-                          st.sampled_from(["none", "generation", "retrieval"])), min_size=1, max_size=40))
+@given(st.lists(st.tuples(OUTCOMES, OUTCOMES), min_size=1, max_size=40))
 def test_compare_cells_add_up_and_migration_matches(pairs):
     result = compare(run([a for a, _ in pairs], "b"), run([b for _, b in pairs], "a"))
-    assert result.fixed + result.broken + result.both_right + result.both_wrong == result.n == len(pairs)
+    assert (result.fixed + result.broken + result.both_right + result.both_wrong + result.undecided
+            == result.n == len(pairs))
     assert int(result.migration.to_numpy().sum()) == len(pairs)
-    assert result.fixed == sum(1 for a, b in pairs if a != "none" and b == "none")
+    unknown = {"not_logged", "unjudged"}
+    assert result.fixed == sum(1 for a, b in pairs if a not in unknown | {"none"} and b == "none")
+    assert result.undecided == sum(1 for a, b in pairs if a in unknown or b in unknown)
     assert isinstance(result.migration, pd.DataFrame)
 
 
@@ -162,3 +177,41 @@ def test_comparison_table_one_row_per_pair():
     assert table.iloc[1]["fixed"] == 1 and table.iloc[1]["broken"] == 0
     with pytest.raises(ValueError, match="no run labelled 'z'"):
         comparison_table(runs, [("a", "z")])
+    assert "p_holm" not in table
+
+
+def test_comparison_table_holm_column_on_request():
+    runs = {"a": run(["generation"] * 8 + ["none"] * 4, "a"),
+            "b": run(["none"] * 8 + ["none"] * 4, "b"),
+            "c": run(["none"] * 7 + ["generation"] + ["none"] * 4, "c")}
+    table = comparison_table(runs, [("a", "b"), ("b", "c"), ("a", "c")], adjust="holm")
+    assert list(table.columns)[-2:] == ["p_value", "p_holm"]
+    assert list(table.p_holm) == holm(list(table.p_value))
+    assert table.p_holm.iloc[0] == pytest.approx(3 * table.p_value.iloc[0])  # the smallest p, times 3
+    with pytest.raises(ValueError, match="adjust"):
+        comparison_table(runs, [("a", "b")], adjust="bonferroni")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["any", "all"]))
+def test_stage_entrants_are_the_funnels_denominators(seed, require):
+    from ragstage.simulate import simulate_pipeline
+
+    rates = {"query_understanding": 0.8, "retrieval": 0.7, "reranking": 0.8, "prompt_assembly": 0.8,
+             "generation": 0.6}
+    traces = list(simulate_pipeline(60, rates, seed=seed).traces)
+    # unmeasured query understanding, unlogged prompts, unjudged answers and a refusal case
+    traces = [t.replace(query_ok=None) if i % 5 == 0 else t for i, t in enumerate(traces)]
+    traces = [t.replace(prompt=None) if i % 7 == 0 else t for i, t in enumerate(traces)]
+    traces = [t.replace(correct=None, answer_ids=None, claims=None) if i % 9 == 0 else t
+              for i, t in enumerate(traces)]
+    traces.append(Trace(query_id="u", answerable=False, refused=True))
+    table = funnel(traces, by=None, require=require).set_index("stage")
+    for stage, row in table.iterrows():
+        entrants = stage_entrants(traces, stage, require)
+        assert len(entrants) == row["entered"], stage
+
+
+def test_stage_entrants_rejects_an_unknown_stage():
+    with pytest.raises(ValueError, match="unknown stage"):
+        stage_entrants([], "reranker")
