@@ -9,8 +9,8 @@ from ragstage.attribution import FLAGS, REASONS, RIGHT, SEVERITY, survives
 from ragstage.fixtures import load_traces
 
 
-def test_five_cases_of_the_hand_fixture():
-    got = {t.query_id: diagnose(t).stage for t in load_traces("five_cases", "cases.jsonl")}
+def test_five_cases_of_the_hand_fixture(five_cases):
+    got = {t.query_id: diagnose(t).stage for t in five_cases}
     assert got == {"A": Stage.RETRIEVAL, "B": Stage.RERANKING, "C": Stage.GENERATION,
                    "D": Stage.PROMPT_ASSEMBLY, "E": Stage.NONE}
 
@@ -31,20 +31,18 @@ def test_service_failure_and_unlabelled_question_are_not_relevance_failures():
     ("correct-refusal", None, None, None, Stage.CORRECT_REFUSAL),
     ("unnecessary-refusal", 1.0, 1.0, None, Stage.GENERATION),
 ])
-def test_six_audit_cases_with_require_all(case, recall, retention, support, stage):
-    trace = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}[case]
-    d = diagnose(trace, require="all")
+def test_six_audit_cases_with_require_all(audit_cases, case, recall, retention, support, stage):
+    d = diagnose(audit_cases[case], require="all")
     assert (d.recall, d.retention, d.support, d.stage) == (recall, retention, support, stage)
 
 
-def test_audit_reasons():
-    traces = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}
-    assert diagnose(traces["unsupported-answer"], "all").reason == REASONS["unsupported"]
-    assert diagnose(traces["unnecessary-refusal"], "all").reason == REASONS["refused"]
+def test_audit_reasons(audit_cases):
+    assert diagnose(audit_cases["unsupported-answer"], "all").reason == REASONS["unsupported"]
+    assert diagnose(audit_cases["unnecessary-refusal"], "all").reason == REASONS["refused"]
 
 
-def test_four_stored_incidents_replay_into_one_count_per_bucket():
-    counts = replay(load_traces("incidents", "four_logs.jsonl"))
+def test_four_stored_incidents_replay_into_one_count_per_bucket(four_logs):
+    counts = replay(four_logs)
     assert counts == {"retrieval": 1, "prompt_assembly": 1, "generation": 1, "source_or_label": 1}
 
 
@@ -54,13 +52,12 @@ def base(**kw):
     return Trace(**fields)
 
 
-def test_exercises_of_the_audit_article():
-    traces = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}
-    moved = traces["context-dropped"].replace(prompt=["returns-v1", "returns-v2"])
+def test_exercises_of_the_audit_article(audit_cases):
+    moved = audit_cases["context-dropped"].replace(prompt=["returns-v1", "returns-v2"])
     assert diagnose(moved, "all").stage is Stage.GENERATION
-    supported = diagnose(traces["unsupported-answer"].replace(claims=[True, True]), "all")
+    supported = diagnose(audit_cases["unsupported-answer"].replace(claims=[True, True]), "all")
     assert supported.stage is Stage.UNJUDGED and "correctness was not judged" in supported.reason
-    missing = traces["correct-refusal"].replace(refused=False)
+    missing = audit_cases["correct-refusal"].replace(refused=False)
     d = diagnose(missing, "all")
     assert d.stage is Stage.MISSING_REFUSAL and d.recall is None
     two = Trace(query_id="two", gold=["a", "b"], retrieved=["a", "x"], prompt=["a"], claims=[True])

@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
-from ragstage.fixtures import load_traces
 from ragstage.report import comparison_table, count_buckets, flag_table, stage_entrants
 from ragstage.stats import holm
 
@@ -83,18 +82,17 @@ def test_flag_table_counts_every_flag_with_an_interval():
     assert (table.loc["numeric_unmarked", "low"], table.loc["numeric_unmarked", "high"]) == wilson(1, 3)
 
 
-def test_funnel_from_traces_skips_unmeasured_stages():
-    traces = load_traces("five_cases", "cases.jsonl")
-    f = funnel(traces)
+def test_funnel_from_traces_skips_unmeasured_stages(five_cases):
+    f = funnel(five_cases)
     assert list(f.stage) == ["retrieval", "reranking", "prompt_assembly", "generation"]
-    no_rerank = [t.replace(reranked=None, pipeline="flat") for t in traces]
+    no_rerank = [t.replace(reranked=None, pipeline="flat") for t in five_cases]
     assert "reranking" not in set(funnel(no_rerank).stage)
-    with_qu = [traces[0].replace(query_ok=False, query_id="Q")] + traces
+    with_qu = [five_cases[0].replace(query_ok=False, query_id="Q")] + five_cases
     assert funnel(with_qu).stage.iloc[0] == "query_understanding"
 
 
-def test_attribution_table_groups_by_field_or_meta():
-    traces = load_traces("five_cases", "cases.jsonl") + load_traces("incidents", "four_logs.jsonl")
+def test_attribution_table_groups_by_field_or_meta(five_cases, four_logs):
+    traces = five_cases + four_logs
     by_pipeline = attribution_table(traces)
     assert set(by_pipeline.group) == {"hand", "support-bot"}
     assert attribution_table(traces, by=None).n.unique().tolist() == [9]
@@ -103,22 +101,9 @@ def test_attribution_table_groups_by_field_or_meta():
     assert count_buckets(traces, by="model")["(none)"]["none"] == 1
 
 
-def run(outcomes, pipeline):
-    """Traces whose bucket is chosen: 'none', 'generation' or 'retrieval'."""
-    out = []
-    for i, bucket in enumerate(outcomes):
-        kw = {"none": dict(correct=True), "generation": dict(correct=False),
-              "retrieval": dict(retrieved=[], correct=False), "not_logged": dict(prompt=None, correct=True),
-              "unjudged": dict()}[bucket]
-        base = dict(query_id=f"q{i}", pipeline=pipeline, gold=["g"], retrieved=["g"], prompt=["g"])
-        base.update(kw)
-        out.append(Trace(**base))
-    return out
-
-
-def test_compare_counts_fixed_broken_and_migrations():
-    before = run(["none", "generation", "generation", "retrieval", "none"], "before")
-    after = run(["none", "none", "retrieval", "retrieval", "generation"], "after")
+def test_compare_counts_fixed_broken_and_migrations(judged_run):
+    before = judged_run(["none", "generation", "generation", "retrieval", "none"], "before")
+    after = judged_run(["none", "none", "retrieval", "retrieval", "generation"], "after")
     result = compare(before, after)
     assert (result.n, result.fixed, result.broken, result.both_right, result.both_wrong) == (5, 1, 1, 1, 2)
     assert result.p_value == 1.0
@@ -128,24 +113,24 @@ def test_compare_counts_fixed_broken_and_migrations():
         "none": {"generation": 1, "none": 1}}}
 
 
-def test_compare_refuses_different_question_sets_unless_intersect():
-    before = run(["none", "generation"], "b")
-    after = run(["none", "none", "none"], "a")
+def test_compare_refuses_different_question_sets_unless_intersect(judged_run):
+    before = judged_run(["none", "generation"], "b")
+    after = judged_run(["none", "none", "none"], "a")
     with pytest.raises(ValueError, match="1 only after"):
         compare(before, after)
     result = compare(before, after, intersect=True)
     assert result.n == 2 and result.fixed == 1 and result.only_after == ("q2",)
 
 
-def test_compare_rejects_a_file_with_two_pipelines():
-    both = run(["none"], "x") + run(["none"], "y")
+def test_compare_rejects_a_file_with_two_pipelines(judged_run):
+    both = judged_run(["none"], "x") + judged_run(["none"], "y")
     with pytest.raises(ValueError, match="appears twice"):
-        compare(both, run(["none"], "z"))
+        compare(both, judged_run(["none"], "z"))
 
 
-def test_unknown_outcomes_are_undecided_not_broken():
-    before = run(["none", "none", "generation", "unjudged"], "b")
-    after = run(["not_logged", "none", "not_logged", "none"], "a")
+def test_unknown_outcomes_are_undecided_not_broken(judged_run):
+    before = judged_run(["none", "none", "generation", "unjudged"], "b")
+    after = judged_run(["not_logged", "none", "not_logged", "none"], "a")
     result = compare(before, after)
     assert (result.fixed, result.broken, result.both_right, result.both_wrong, result.undecided) == (0, 0, 1, 0, 3)
     assert result.migration.loc["none", "not_logged"] == 1 and result.migration.loc["unjudged", "none"] == 1
@@ -156,8 +141,8 @@ OUTCOMES = st.sampled_from(["none", "generation", "retrieval", "not_logged", "un
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(OUTCOMES, OUTCOMES), min_size=1, max_size=40))
-def test_compare_cells_add_up_and_migration_matches(pairs):
-    result = compare(run([a for a, _ in pairs], "b"), run([b for _, b in pairs], "a"))
+def test_compare_cells_add_up_and_migration_matches(judged_run, pairs):
+    result = compare(judged_run([a for a, _ in pairs], "b"), judged_run([b for _, b in pairs], "a"))
     assert (result.fixed + result.broken + result.both_right + result.both_wrong + result.undecided
             == result.n == len(pairs))
     assert int(result.migration.to_numpy().sum()) == len(pairs)
@@ -167,10 +152,10 @@ def test_compare_cells_add_up_and_migration_matches(pairs):
     assert isinstance(result.migration, pd.DataFrame)
 
 
-def test_comparison_table_one_row_per_pair():
-    runs = {"a": run(["none", "generation", "generation", "none"], "a"),
-            "b": run(["none", "none", "none", "generation"], "b"),
-            "c": run(["none", "none", "none", "none"], "c")}
+def test_comparison_table_one_row_per_pair(judged_run):
+    runs = {"a": judged_run(["none", "generation", "generation", "none"], "a"),
+            "b": judged_run(["none", "none", "none", "generation"], "b"),
+            "c": judged_run(["none", "none", "none", "none"], "c")}
     table = comparison_table(runs, [("a", "b"), ("b", "c")])
     assert table.to_dict("records")[0] == {"before": "a", "after": "b", "n": 4, "right_before": 2, "right_after": 3,
                                            "fixed": 2, "broken": 1, "p_value": 1.0}
@@ -180,10 +165,10 @@ def test_comparison_table_one_row_per_pair():
     assert "p_holm" not in table
 
 
-def test_comparison_table_holm_column_on_request():
-    runs = {"a": run(["generation"] * 8 + ["none"] * 4, "a"),
-            "b": run(["none"] * 8 + ["none"] * 4, "b"),
-            "c": run(["none"] * 7 + ["generation"] + ["none"] * 4, "c")}
+def test_comparison_table_holm_column_on_request(judged_run):
+    runs = {"a": judged_run(["generation"] * 8 + ["none"] * 4, "a"),
+            "b": judged_run(["none"] * 8 + ["none"] * 4, "b"),
+            "c": judged_run(["none"] * 7 + ["generation"] + ["none"] * 4, "c")}
     table = comparison_table(runs, [("a", "b"), ("b", "c"), ("a", "c")], adjust="holm")
     assert list(table.columns)[-2:] == ["p_value", "p_holm"]
     assert list(table.p_holm) == holm(list(table.p_value))
