@@ -1,4 +1,4 @@
-"""The ``ragstage`` command: ``attribute``, ``compare`` and ``run``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``run``, ``ingest`` and ``doctor``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
 and one line naming the file, the line and the field: never a traceback.
@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_run_arguments(run)
     run.set_defaults(func=_run)
+
+    from .ingest.cli import add_doctor_parser, add_ingest_parser
+
+    add_ingest_parser(sub)
+    add_doctor_parser(sub)
     return parser
 
 
