@@ -12,18 +12,8 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from ragstage.stats import (
-    Z95,
-    bootstrap_mean_ci,
-    format_rate,
-    half_width,
-    holm,
-    mcnemar,
-    normal_interval,
-    paired_counts,
-    sample_size,
-    wilson,
-)
+from ragstage import bootstrap_mean_ci, format_rate, half_width, holm, mcnemar, normal_interval, paired_counts
+from ragstage.stats import Z95, sample_size, wilson
 
 
 def test_published_eleven_of_fifteen():
