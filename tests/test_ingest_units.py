@@ -25,8 +25,8 @@ from ragstage.ingest import (
     recover_prompt_ids,
 )
 from ragstage.ingest.gold import gold_ids, locate
-from ragstage.ingest.recover import MIN_FRAGMENT
 from ragstage.ingest.otlp import spans_from_request
+from ragstage.ingest.recover import MIN_FRAGMENT
 from ragstage.ingest.requests import content_id, read_request
 
 # -- prompt-id recovery -------------------------------------------------------------------------
