@@ -3,7 +3,9 @@
 The walk follows the order the evidence travels (query understanding, retrieval,
 reranking, prompt assembly, generation) and stops at the first stage that lost it. A
 loss upstream is final: no prompt wording can use a passage the model never received,
-so a later stage is never blamed for an earlier stage's loss.
+so a later stage is never blamed for an earlier stage's loss. A stage whose output was
+not logged cannot be blamed either: such a question is ``not_logged``, never a loss and
+never right.
 
 The rules live in one function, :func:`diagnose_record`, which works on the plain
 normalised dict of :func:`ragstage.trace.check_record`. :func:`diagnose` (on a
@@ -20,7 +22,21 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from .trace import Trace
 
-__all__ = ["Stage", "BUCKETS", "RIGHT", "Diagnosis", "diagnose", "diagnose_record", "replay", "REASONS"]
+__all__ = [
+    "Stage",
+    "BUCKETS",
+    "RIGHT",
+    "REASONS",
+    "FLAGS",
+    "SEVERITY",
+    "GENERATION_KINDS",
+    "Diagnosis",
+    "survives",
+    "diagnose",
+    "diagnose_record",
+    "generation_kind",
+    "replay",
+]
 
 
 class Stage(str, Enum):
@@ -38,6 +54,7 @@ class Stage(str, Enum):
     SOURCE_OR_LABEL = "source_or_label"
     NONE = "none"
     UNJUDGED = "unjudged"
+    NOT_LOGGED = "not_logged"
 
     def __str__(self) -> str:  # print as the plain bucket name
         return self.value
@@ -47,14 +64,48 @@ BUCKETS: tuple[str, ...] = tuple(s.value for s in Stage)
 #: The buckets that count as a right outcome in a paired comparison.
 RIGHT: frozenset[str] = frozenset({Stage.NONE.value, Stage.CORRECT_REFUSAL.value})
 
-#: The reasons a `generation` diagnosis can carry (plus the generic last one).
+#: The reasons a `generation` diagnosis can carry, most specific first.
 REASONS = {
     "refused": "refused despite evidence in the prompt",
     "cited_outside": "cited an id not in the prompt",
-    "numeric_unmarked": "numeric claim without a citation marker",
     "unsupported": "unsupported claims",
+    "partial": "supported by the prompt but incomplete (partial extraction)",
     "non_gold": "named a non-gold passage",
+    "numeric_unmarked": "numeric claim without a citation marker",
+    "gold_named_wrong": "named a gold passage but was judged wrong",
     "wrong": "wrong answer despite evidence in the prompt",
+}
+
+#: The flags recorded on every answer, right or wrong.
+FLAGS: tuple[str, ...] = ("fabricated_citation", "numeric_unmarked")
+
+#: Seed 004's severity: what happens to the user when it fires. critical: a confidently
+#: wrong answer is served, or a citation is fabricated; high: a common path returns wrong
+#: or missing information; medium: quality degrades but the answer is still usable.
+#: Buckets that are not failures (right, unjudged, unlabelled, unlogged) have none.
+SEVERITY: dict[str, str] = {
+    "fabricated_citation": "critical",
+    "missing_refusal": "critical",
+    "source_or_label": "critical",
+    "endpoint_unavailable": "high",
+    "query_understanding": "high",
+    "retrieval": "high",
+    "reranking": "high",
+    "prompt_assembly": "high",
+    "generation": "high",
+    "numeric_unmarked": "medium",
+}
+_SEVERITY_ORDER = ("medium", "high", "critical")
+
+#: Seed 003's kinds of generation failure (plus a refusal), as :func:`generation_kind` names them.
+GENERATION_KINDS: tuple[str, ...] = ("ignored_context", "wrong_passage", "partial")
+_KIND_OF_REASON = {
+    REASONS["refused"]: "refused",
+    REASONS["cited_outside"]: "ignored_context",
+    REASONS["unsupported"]: "ignored_context",
+    REASONS["partial"]: "partial",
+    REASONS["gold_named_wrong"]: "partial",
+    REASONS["non_gold"]: "wrong_passage",
 }
 
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -63,12 +114,13 @@ _DIGIT = re.compile(r"\d")
 
 
 class Diagnosis(NamedTuple):
-    """Where a question's evidence was lost, why, and the numbers behind it.
+    """Where a question's evidence was lost, why, the numbers behind it, and its flags.
 
     ``recall`` is the share of gold ids retrieved, ``retention`` the share that reached the
     prompt, ``support`` the share of labelled claims supported. Each is ``None`` when it
     does not apply (no gold ids, no prompt ids logged, no claim labels): a missing number
-    is never reported as a perfect 1.0.
+    is never reported as a perfect 1.0. ``flags`` (names from :data:`FLAGS`) are recorded
+    whatever the bucket: a right answer can still fabricate a citation.
     """
 
     stage: Stage
@@ -76,11 +128,18 @@ class Diagnosis(NamedTuple):
     recall: float | None = None
     retention: float | None = None
     support: float | None = None
+    flags: tuple[str, ...] = ()
 
     @property
     def right(self) -> bool:
         """True for the outcomes a comparison counts as right (none, correct_refusal)."""
         return self.stage.value in RIGHT
+
+    @property
+    def severity(self) -> str | None:
+        """The highest severity of the bucket and the flags, or None when neither has one."""
+        levels = [SEVERITY[name] for name in (self.stage.value, *self.flags) if name in SEVERITY]
+        return max(levels, key=_SEVERITY_ORDER.index) if levels else None
 
 
 def _share(gold: frozenset[str], ids: Iterable[str] | None) -> float | None:
@@ -89,51 +148,81 @@ def _share(gold: frozenset[str], ids: Iterable[str] | None) -> float | None:
     return len(gold.intersection(ids)) / len(gold)
 
 
-def _lost(gold: frozenset[str], ids: Iterable[str], require: str) -> bool:
+def survives(gold: Iterable[str], ids: Iterable[str], require: str = "any") -> bool:
+    """Did the gold evidence survive a stage whose output is ``ids``?
+
+    ``require="any"``: some gold id is there (one relevant abstract is enough);
+    ``require="all"``: every gold id is. The one survival test of the package: the walk
+    below, the funnel and the oracle measures all use it.
+    """
+    gold = gold if isinstance(gold, frozenset) else frozenset(gold)
     kept = gold.intersection(ids)
-    return not kept if require == "any" else len(kept) < len(gold)
+    return bool(kept) if require == "any" else len(kept) == len(gold)
 
 
-def _marker_problems(answer: str, n_prompt: int) -> str | None:
-    """Citation checks for answers that cite with ``[n]`` markers (n = prompt position)."""
-    markers = [int(m) for m in _MARKER.findall(answer)]
-    if not markers:
-        return None
-    if any(m < 1 or m > n_prompt for m in markers):
-        return REASONS["cited_outside"]
+def _numeric_unmarked(answer: str) -> bool:
+    """A sentence states a number and carries no ``[n]`` marker (seed 004's check)."""
+    if not _DIGIT.search(answer):
+        return False
     for sentence in _SENTENCE_END.split(answer):
         if _DIGIT.search(_MARKER.sub("", sentence)) and not _MARKER.search(sentence):
-            return REASONS["numeric_unmarked"]
-    return None
+            return True
+    return False
+
+
+def _flags(rec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The answer's flags. Free text (no ``answer_ids``) is checked for unmarked numbers;
+    ``ID: 12345`` answers carry parsed ids and are not free text."""
+    answer, answer_ids, prompt = rec["answer"], rec["answer_ids"], rec["prompt"]
+    flags = []
+    if prompt is not None:
+        fabricated = answer_ids is not None and any(a not in prompt for a in answer_ids)
+        if not fabricated and "[" in answer:
+            fabricated = any(not 1 <= int(m) <= len(prompt) for m in _MARKER.findall(answer))
+        if fabricated:
+            flags.append("fabricated_citation")
+    if answer_ids is None and _numeric_unmarked(answer):
+        flags.append("numeric_unmarked")
+    return tuple(flags)
 
 
 def _judge(rec: Mapping[str, Any], gold: frozenset[str]) -> tuple[bool | None, str]:
-    """Judge the answer in the documented order: correct, then answer_ids, then claims."""
-    claims = rec["claims"]
+    """Judge the answer: ``correct``, then ``answer_ids``, then ``complete``/``claims``.
+
+    Claim support is narrower than correctness (seed 002): all claims supported leaves the
+    answer unjudged, while an unsupported claim or an incomplete answer makes it wrong.
+    """
     if rec["correct"] is not None:
         return rec["correct"], "judged by the 'correct' label"
     if rec["answer_ids"] is not None:
         return bool(gold.intersection(rec["answer_ids"])), "judged by answer_ids against gold"
+    claims = rec["claims"]
+    if claims and not all(claims):
+        return False, "judged by claim support labels"
+    if rec["complete"] is False:
+        return False, "judged by the 'complete' label"
     if claims:
-        return all(claims), "judged by claim support labels"
+        return None, "every claim was supported by the prompt; correctness was not judged"
     return None, "evidence reached the prompt, but nothing judges the answer"
 
 
-def _generation_reason(rec: Mapping[str, Any], gold: frozenset[str], prompt: tuple[str, ...]) -> Stage | str:
-    """Why a wrong answer with the evidence in its prompt went wrong (or that the source did)."""
-    answer_ids = rec["answer_ids"] or ()
-    if any(a not in prompt for a in answer_ids):
+def _generation_reason(rec: Mapping[str, Any], gold: frozenset[str], flags: tuple[str, ...]) -> str | None:
+    """Why a wrong answer with the evidence in its prompt went wrong; None: the source did."""
+    claims, answer_ids = rec["claims"], rec["answer_ids"] or ()
+    if "fabricated_citation" in flags:
         return REASONS["cited_outside"]
-    marker = _marker_problems(rec["answer"], len(prompt))
-    if marker:
-        return marker
-    claims = rec["claims"]
     if claims and not all(claims):
         return REASONS["unsupported"]
+    if rec["complete"] is False:
+        return REASONS["partial"]
     if answer_ids and not gold.intersection(answer_ids):
         return REASONS["non_gold"]
-    if claims:  # wrong, yet every claim is supported by the prompt
-        return Stage.SOURCE_OR_LABEL
+    if claims:  # wrong, complete as far as anyone said, and reviewers found every claim supported
+        return None
+    if "numeric_unmarked" in flags:  # no claim labels: an unmarked number is the best lead
+        return REASONS["numeric_unmarked"]
+    if answer_ids:
+        return REASONS["gold_named_wrong"]
     return REASONS["wrong"]
 
 
@@ -142,15 +231,13 @@ def diagnose_record(rec: Mapping[str, Any], require: str = "any") -> Diagnosis:
     if require not in ("any", "all"):
         raise ValueError(f"require must be 'any' or 'all', got {require!r}")
     gold = frozenset(rec["gold"])
-    retrieved = rec["retrieved"]
     prompt = rec["prompt"]
     claims = rec["claims"]
-    recall = _share(gold, retrieved)
-    retention = _share(gold, prompt)
-    support = sum(claims) / len(claims) if claims else None
+    flags = _flags(rec) if rec["answer"] or rec["answer_ids"] else ()
+    numbers = (_share(gold, rec["retrieved"]), _share(gold, prompt), sum(claims) / len(claims) if claims else None)
 
     def out(stage: Stage, reason: str) -> Diagnosis:
-        return Diagnosis(stage, reason, recall, retention, support)
+        return Diagnosis(stage, reason, *numbers, flags)
 
     if rec["error"] is not None:
         err = rec["error"]
@@ -163,13 +250,16 @@ def diagnose_record(rec: Mapping[str, Any], require: str = "any") -> Diagnosis:
         return out(Stage.LABEL_MISSING, "answerable, but no gold evidence is labelled")
     if rec["query_ok"] is False:
         return out(Stage.QUERY_UNDERSTANDING, "the rewritten query or its filters were judged wrong")
-    if _lost(gold, retrieved, require):
+    if not survives(gold, rec["retrieved"], require):
         return out(Stage.RETRIEVAL, "gold evidence not among the retrieved candidates")
-    if rec["reranked"] is not None and _lost(gold, rec["reranked"], require):
+    if rec["reranked"] is not None and not survives(gold, rec["reranked"], require):
         return out(Stage.RERANKING, "retrieved, then dropped by the reranker's cut")
     if prompt is None:
-        return out(Stage.PROMPT_ASSEMBLY, "prompt ids not logged: the evidence cannot be shown to reach the prompt")
-    if _lost(gold, prompt, require):
+        return out(Stage.NOT_LOGGED, "survived every logged stage, but the prompt ids were not logged: "
+                                     "the stage that lost or kept it cannot be named")
+    if not survives(gold, prompt, require):
+        if rec["truncated"] and gold.intersection(rec["truncated"]):
+            return out(Stage.PROMPT_ASSEMBLY, "truncated: only part of the gold passage's text reached the prompt")
         return out(Stage.PROMPT_ASSEMBLY, "survived ranking, but its text never reached the prompt")
     if rec["refused"]:
         return out(Stage.GENERATION, REASONS["refused"])
@@ -178,11 +268,11 @@ def diagnose_record(rec: Mapping[str, Any], require: str = "any") -> Diagnosis:
         return out(Stage.UNJUDGED, how)
     if right:
         return out(Stage.NONE, f"answered correctly ({how})")
-    reason = _generation_reason(rec, gold, tuple(prompt))
-    if reason is Stage.SOURCE_OR_LABEL:
+    reason = _generation_reason(rec, gold, flags)
+    if reason is None:
         return out(Stage.SOURCE_OR_LABEL, "judged wrong although every claim is supported by the prompt: "
                                           "check the source's version and the gold label")
-    return out(Stage.GENERATION, str(reason))
+    return out(Stage.GENERATION, reason)
 
 
 def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
@@ -195,6 +285,24 @@ def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
     return diagnose_record(vars(trace), require)
 
 
+def generation_kind(trace: Trace, require: str = "any") -> str | None:
+    """Which kind of generation failure a trace shows (seed 003's last branch), or None.
+
+    * ``"refused"``: declined although the evidence was there;
+    * ``"ignored_context"``: the answer is not supported by the prompt (an unsupported claim,
+      or a citation outside the prompt): it answered from memory;
+    * ``"wrong_passage"``: it named passages from the prompt, none of them gold (often an
+      assembly ordering problem wearing a generation costume);
+    * ``"partial"``: supported and incomplete, or it named the gold passage and was still
+      judged wrong;
+    * ``"unclassified"``: a generation failure the trace holds too little to split.
+
+    It reads the reason :func:`diagnose` gave, so the two cannot disagree on a trace.
+    """
+    d = diagnose(trace, require)
+    if d.stage is not Stage.GENERATION:
+        return None
+    return _KIND_OF_REASON.get(d.reason, "unclassified")
 
 
 def replay(traces: Iterable[Trace], require: str = "any") -> Counter[str]:

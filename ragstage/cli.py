@@ -1,4 +1,4 @@
-"""The ``ragstage`` command: ``attribute``, ``compare`` and ``run``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``run``, ``ingest`` and ``doctor``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
 and one line naming the file, the line and the field: never a traceback.
@@ -14,7 +14,7 @@ from typing import Sequence
 
 import orjson
 
-from .report import compare, table_from_counts
+from .report import compare, flag_table_from_counts, table_from_counts
 from .streaming import count_files
 from .trace import TraceError, read_traces
 
@@ -47,14 +47,26 @@ def _numeric(text: str) -> bool:
 
 def _attribute(args: argparse.Namespace) -> int:
     by = None if args.by in ("", "none") else args.by
-    counts = count_files(args.files, by=by, require=args.require, workers=args.workers)
-    table = table_from_counts(counts)
-    rows = [{"group": r.group, "stage": r.stage, "count": int(r.count), "n": int(r.n),
-             "share": float(r.share), "low": float(r.low), "high": float(r.high)} for r in table.itertuples()]
-    columns = ["group", "stage", "count", "n", "share", "low", "high"]
-    if args.format == "json":
+    tally = count_files(args.files, by=by, require=args.require, workers=args.workers)
+    if args.flags:
+        table = flag_table_from_counts(tally.flags, tally.totals())
+    else:
+        table = table_from_counts(tally.buckets)
+    columns = list(table.columns)
+    rows = [{c: _plain(v) for c, v in zip(columns, r)} for r in table.itertuples(index=False)]
+    _print_rows(rows, columns, args.format)
+    return 0
+
+
+def _plain(value: object) -> object:
+    """numpy scalars as the Python numbers JSON and CSV writers expect."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
+    if fmt == "json":
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif args.format == "csv":
+    elif fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
@@ -62,7 +74,6 @@ def _attribute(args: argparse.Namespace) -> int:
         sys.stdout.write(buffer.getvalue())
     else:
         print(_fmt_table(rows, columns))
-    return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -76,6 +87,8 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"left out (--intersect): {len(result.only_before)} only before, {len(result.only_after)} only after")
     print(f"right before: {result.both_right + result.broken}   right after: {result.both_right + result.fixed}")
     print(f"fixed: {result.fixed}   broken: {result.broken}   exact McNemar p = {result.p_value:.4g}")
+    if result.undecided:
+        print(f"undecided (unjudged or not logged in either run, not tested): {result.undecided}")
     print("\nbucket migration (rows: before, columns: after)")
     print(result.migration.to_string())
     return 0
@@ -98,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="a stage loses the question when no gold id (any) or some gold id (all) is missing")
     attribute.add_argument("--format", choices=["table", "json", "csv"], default="table")
     attribute.add_argument("--workers", type=int, default=None, help="processes to use (default: all cores)")
+    attribute.add_argument("--flags", action="store_true",
+                           help="count the answers' flags (fabricated_citation, numeric_unmarked) instead of buckets")
     attribute.set_defaults(func=_attribute)
 
     comp = sub.add_parser("compare", help="paired comparison of two runs on the same questions")
@@ -116,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_run_arguments(run)
     run.set_defaults(func=_run)
+
+    from .ingest.cli import add_doctor_parser, add_ingest_parser
+
+    add_ingest_parser(sub)
+    add_doctor_parser(sub)
     return parser
 
 

@@ -3,6 +3,16 @@
 Functions return ``None`` where a metric does not apply (no relevant ids, no claims): a
 question with nothing to find must not count as perfect recall, and an answer with no
 claims must not count as fully supported.
+
+The ranking metrics (:func:`recall_at_k`, :func:`hit_at_k`, :func:`reciprocal_rank`,
+:func:`ndcg_at_k`) agree with trec_eval (``R@k``, ``Success@k``, ``RR``/``RR@k``,
+``nDCG@k`` in ir-measures; tests/test_metrics_reference.py checks this on random runs) with
+two differences of convention:
+
+* a question with no relevant id gives ``None`` here and 0 in trec_eval, which would count
+  "nothing to find" as a miss and pull a mean down;
+* the ranking is the order of the list, as a stage logged it; trec_eval re-sorts a run by
+  score and breaks ties by document id, so tied scores can rank differently there.
 """
 
 from __future__ import annotations
@@ -46,11 +56,17 @@ def hit_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> bool | N
 
 
 def reciprocal_rank(ranked: Sequence[str], relevant: Iterable[str], k: int | None = None) -> float | None:
-    """1 / rank of the first relevant id (0 when none is ranked); average it for MRR."""
+    """1 / rank of the first relevant id in the top ``k`` (0 when none is); average it for MRR.
+
+    ``k=None`` looks at the whole list; ``k=0`` is an error like in the other metrics (it
+    used to mean "the whole list", silently).
+    """
+    if k is not None:
+        _check_k(k)
     rel = set(relevant)
     if not rel:
         return None
-    for rank, doc in enumerate(ranked[:k] if k else ranked, start=1):
+    for rank, doc in enumerate(ranked if k is None else ranked[:k], start=1):
         if doc in rel:
             return 1.0 / rank
     return 0.0

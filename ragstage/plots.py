@@ -44,6 +44,7 @@ BUCKET_COLOURS: dict[str, str] = {
     "source_or_label": "#8c564b",
     "none": "#2ca02c",
     "unjudged": "#e377c2",
+    "not_logged": "#dbdb8d",
 }
 
 #: Legend text for each bucket (the bucket name stays the key everywhere else).
@@ -60,6 +61,7 @@ STAGE_LABELS: dict[str, str] = {
     "source_or_label": "source or label",
     "none": "answered correctly",
     "unjudged": "unjudged",
+    "not_logged": "stage not logged",
 }
 
 _WILSON_COLOUR = "#1f77b4"
@@ -253,7 +255,7 @@ def coverage_plot(coverage: pd.DataFrame, *, x: str = "n", nominal: float = 0.95
                   title: str | None = None, ax: Any = None) -> Any:
     """Actual coverage of each interval method against ``n`` (or ``p``), with the nominal line.
 
-    ``coverage`` is what :func:`ragstage.simulate.interval_coverage` returns (columns
+    ``coverage`` is what :func:`ragstage.stats.interval_coverage` returns (columns
     ``method``, ``n``, ``p``, ``coverage``). One line per method and value of the other
     variable, labelled e.g. ``"wilson, p=0.70"``.
     """

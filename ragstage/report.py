@@ -13,8 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, Stage, diagnose
-from .stats import mcnemar, wilson
+from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
+from .stats import holm, mcnemar, wilson
 from .trace import Trace
 
 __all__ = [
@@ -23,6 +23,10 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "stage_entrants",
+    "count_flags",
+    "flag_table_from_counts",
+    "flag_table",
     "Comparison",
     "compare",
     "comparison_table",
@@ -30,6 +34,7 @@ __all__ = [
 
 TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
 FUNNEL_COLUMNS = ["group", "stage", "entered", "survived", "rate", "low", "high"]
+FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
 
 
 def _group_of(trace: Trace, by: str | None) -> str:
@@ -85,28 +90,35 @@ def attribution_table(traces: Iterable[Trace], by: str | None = "pipeline", requ
     return table_from_counts(count_buckets(traces, by, require), empty=empty)
 
 
-# The evidence passes these stages in order. Each entry: the stage, and the buckets that
-# are a loss *at* that stage. A question enters a stage when it survived every earlier one.
+# The evidence passes these stages in order. Each entry: the stage, the buckets that are a
+# loss *at* it, and the buckets that leave the funnel just before it without being a loss
+# (their outcome there is unknown: prompt ids not logged, an answer nobody judged).
 _FUNNEL = (
-    ("query_understanding", (Stage.QUERY_UNDERSTANDING,)),
-    ("retrieval", (Stage.RETRIEVAL,)),
-    ("reranking", (Stage.RERANKING,)),
-    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,)),
-    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL)),
+    ("query_understanding", (Stage.QUERY_UNDERSTANDING,), ()),
+    ("retrieval", (Stage.RETRIEVAL,), ()),
+    ("reranking", (Stage.RERANKING,), ()),
+    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
+    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
+# Outcomes nobody can call right or wrong: a paired comparison leaves them undecided.
+_UNKNOWN = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 # Questions outside the funnel: no relevance judgement applies to them.
-_OUTSIDE = {Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
-            Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value}
+_OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
+                      Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
 
 
-def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *,
-                       stages: Iterable[str] | None = None) -> pd.DataFrame:
+def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *, stages: Iterable[str] | None = None,
+                       qu_measured: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Conditional survival of each stage over its own denominator, with Wilson intervals.
 
     Reranking survival is over the questions whose gold was retrieved, assembly over those
-    whose gold survived reranking, generation (answered correctly) over those whose gold
-    reached the prompt and whose answer was judged. Unanswerable, unlabelled, failed and
-    unjudged questions have no place in the funnel and are left out of every denominator.
+    whose gold survived reranking and whose prompt ids were logged, generation (answered
+    correctly) over those whose gold reached the prompt and whose answer was judged.
+    Unanswerable, unlabelled and failed questions have no place in the funnel. Query
+    understanding is scored only on the questions that measured it: ``qu_measured`` gives
+    their number per group (default: all of them); the unmeasured ones pass straight on to
+    retrieval, neither surviving nor failing a stage nobody judged.
+
     A stage with no question entering it, or one left out of ``stages`` (a pipeline with no
     reranker, a log that never judged query understanding), gets no row. By default query
     understanding is shown only for a group whose counts name that bucket: published
@@ -116,37 +128,109 @@ def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *,
     rows = []
     for group, buckets in counts.items():
         keep = set(stages) if stages is not None else (
-            {s for s, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
-                                       else {Stage.QUERY_UNDERSTANDING.value}))
-        entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE and k != Stage.UNJUDGED.value)
-        for stage, losses in _FUNNEL:
+            {s for s, _, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
+                                          else {Stage.QUERY_UNDERSTANDING.value}))
+        entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE)
+        for stage, losses, leave in _FUNNEL:
+            entered -= sum(int(buckets.get(s.value, 0)) for s in leave)
             lost = sum(int(buckets.get(s.value, 0)) for s in losses)
-            survived = entered - lost
-            if stage in keep and entered > 0:
-                low, high = wilson(survived, entered)
-                rows.append((group, stage, entered, survived, survived / entered, low, high))
-            entered = survived
+            judged = entered
+            if stage == Stage.QUERY_UNDERSTANDING.value and qu_measured is not None:
+                judged = int(qu_measured.get(group, 0))
+                if judged < lost or judged > entered:
+                    raise ValueError(f"group {group!r}: {judged} questions measured query understanding, "
+                                     f"but {lost} failed it and {entered} entered the funnel")
+            if stage in keep and judged > 0:
+                low, high = wilson(judged - lost, judged)
+                rows.append((group, stage, judged, judged - lost, (judged - lost) / judged, low, high))
+            entered -= lost
     return pd.DataFrame(rows, columns=FUNNEL_COLUMNS)
 
 
 def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = "any") -> pd.DataFrame:
     """The conditional stage funnel of a set of traces (see :func:`funnel_from_counts`).
 
-    Query understanding gets a row only when some trace judged it (``query_ok`` set), and
-    reranking only when some trace in the group had a reranking stage: an unmeasured stage
-    is not a healthy one, so it is not shown as 100% survival.
+    Query understanding gets a row only when some trace judged it (``query_ok`` set), over
+    those traces only; reranking only when some trace in the group had a reranking stage:
+    an unmeasured stage is not a healthy one, so it is not shown as 100% survival.
     """
     counts: dict[str, Counter[str]] = defaultdict(Counter)
+    qu_measured: Counter[str] = Counter()
     measured: dict[str, set[str]] = defaultdict(lambda: {"retrieval", "prompt_assembly", "generation"})
     for trace in traces:
         group = _group_of(trace, by)
-        counts[group][diagnose(trace, require).stage.value] += 1
+        bucket = diagnose(trace, require).stage.value
+        counts[group][bucket] += 1
         if trace.query_ok is not None:
             measured[group].add("query_understanding")
+            qu_measured[group] += bucket not in _OUTSIDE
         if trace.reranked is not None:
             measured[group].add("reranking")
-    frames = [funnel_from_counts({g: c}, stages=measured[g]) for g, c in counts.items()]
+    frames = [funnel_from_counts({g: c}, stages=measured[g], qu_measured=qu_measured) for g, c in counts.items()]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
+
+
+# For each bucket inside the funnel: the index of the last stage whose outcome it knows.
+_LAST_KNOWN = {Stage.NONE.value: len(_FUNNEL) - 1}
+for _i, (_, _losses, _leave) in enumerate(_FUNNEL):
+    _LAST_KNOWN.update({s.value: _i for s in _losses})
+    _LAST_KNOWN.update({s.value: _i - 1 for s in _leave})
+_STAGE_INDEX = {name: i for i, (name, _, _) in enumerate(_FUNNEL)}
+
+
+def stage_entrants(traces: Iterable[Trace], stage: str, require: str = "any") -> list[Trace]:
+    """The traces in one funnel stage's denominator: they reached ``stage`` with a known outcome.
+
+    The same sets :func:`funnel` counts, for computing a stage's graded metric (MRR on the
+    questions that entered retrieval, nDCG on those that entered reranking, context precision
+    on those whose gold reached the prompt) on exactly the questions its survival rate uses.
+    For ``query_understanding`` only the traces that measured it (``query_ok`` set) enter.
+    """
+    if stage not in _STAGE_INDEX:
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(_STAGE_INDEX)}")
+    index = _STAGE_INDEX[stage]
+    out = []
+    for trace in traces:
+        bucket = diagnose(trace, require).stage.value
+        if bucket in _OUTSIDE or _LAST_KNOWN[bucket] < index:
+            continue
+        if index == 0 and trace.query_ok is None:
+            continue
+        out.append(trace)
+    return out
+
+
+def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[dict[str, Counter[str]], Counter[str]]:
+    """``({group: Counter(flag -> count)}, Counter(group -> traces))``: flags are per answer."""
+    flags: dict[str, Counter[str]] = defaultdict(Counter)
+    totals: Counter[str] = Counter()
+    for trace in traces:
+        group = _group_of(trace, by)
+        totals[group] += 1
+        flags[group].update(diagnose(trace).flags)
+    return dict(flags), totals
+
+
+def flag_table_from_counts(flags: Mapping[str, Mapping[str, int]], totals: Mapping[str, int]) -> pd.DataFrame:
+    """One row per (group, flag): severity, count, traces in the group, share, Wilson interval.
+
+    Every flag gets a row, zero counts included: "no fabricated citation in 40 answers" is a
+    finding with an interval of its own.
+    """
+    rows = []
+    for group, n in totals.items():
+        if n <= 0:
+            continue
+        for flag in FLAGS:
+            k = int(flags.get(group, {}).get(flag, 0))
+            low, high = wilson(k, n)
+            rows.append((group, flag, SEVERITY[flag], k, int(n), k / n, low, high))
+    return pd.DataFrame(rows, columns=FLAG_COLUMNS)
+
+
+def flag_table(traces: Iterable[Trace], by: str | None = "pipeline") -> pd.DataFrame:
+    """Flags recorded on the answers (right or wrong), per group, with Wilson intervals."""
+    return flag_table_from_counts(*count_flags(traces, by))
 
 
 @dataclass(frozen=True)
@@ -162,6 +246,7 @@ class Comparison:
     migration: pd.DataFrame = field(repr=False)
     only_before: tuple[str, ...] = ()
     only_after: tuple[str, ...] = ()
+    undecided: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``ragstage compare --format json``."""
@@ -170,7 +255,7 @@ class Comparison:
             cells = {dst: int(v) for dst, v in row.items() if v}
             if cells:
                 migration[str(src)] = cells
-        return {"n": self.n, "fixed": self.fixed, "broken": self.broken,
+        return {"n": self.n, "fixed": self.fixed, "broken": self.broken, "undecided": self.undecided,
                 "p_value": self.p_value, "migration": migration}
 
 
@@ -188,11 +273,14 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
             require: str = "any") -> Comparison:
     """Pair two runs by ``query_id``: fixed, broken, exact McNemar p, bucket migrations.
 
-    "Right" means bucket ``none`` or ``correct_refusal``. The migration matrix (rows: the
-    bucket before, columns: after) answers the question a bare accuracy hides: did the
-    change reduce failures, or move them to another stage? Questions present in only one
-    run are an error unless ``intersect=True``, because silently dropping them would
-    compare two different question sets.
+    "Right" means bucket ``none`` or ``correct_refusal``. A question whose outcome is
+    unknown in either run (``unjudged``, ``not_logged``) is ``undecided``: it is neither
+    fixed nor broken, so a run that stopped logging prompt ids does not "break" what it
+    answered, and it stays out of the McNemar test. The migration matrix (rows: the bucket
+    before, columns: after) still shows where every question went: did the change reduce
+    failures, or move them to another stage? Questions present in only one run are an
+    error unless ``intersect=True``, because silently dropping them would compare two
+    different question sets.
     """
     a = _by_query(before, require, "before")
     b = _by_query(after, require, "after")
@@ -205,28 +293,32 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
     shared = [q for q in a if q in b]
     if not shared:
         raise ValueError("the two runs share no query_id")
-    fixed = sum(1 for q in shared if a[q] not in RIGHT and b[q] in RIGHT)
-    broken = sum(1 for q in shared if a[q] in RIGHT and b[q] not in RIGHT)
-    both_right = sum(1 for q in shared if a[q] in RIGHT and b[q] in RIGHT)
+    decided = [q for q in shared if a[q] not in _UNKNOWN and b[q] not in _UNKNOWN]
+    fixed = sum(1 for q in decided if a[q] not in RIGHT and b[q] in RIGHT)
+    broken = sum(1 for q in decided if a[q] in RIGHT and b[q] not in RIGHT)
+    both_right = sum(1 for q in decided if a[q] in RIGHT and b[q] in RIGHT)
     moves = Counter((a[q], b[q]) for q in shared)
     used = [s for s in BUCKETS if any(s in pair for pair in moves)]
     migration = pd.DataFrame(0, index=pd.Index(used, name="before"), columns=pd.Index(used, name="after"))
     for (src, dst), k in moves.items():
         migration.loc[src, dst] = k
     return Comparison(n=len(shared), fixed=fixed, broken=broken, both_right=both_right,
-                      both_wrong=len(shared) - fixed - broken - both_right,
-                      p_value=mcnemar(fixed, broken), migration=migration,
+                      both_wrong=len(decided) - fixed - broken - both_right,
+                      p_value=mcnemar(fixed, broken), migration=migration, undecided=len(shared) - len(decided),
                       only_before=only_a, only_after=only_b)
 
 
 def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[str, str]], *,
-                     require: str = "any") -> pd.DataFrame:
+                     require: str = "any", adjust: str | None = None) -> pd.DataFrame:
     """One row per (before, after) pair of runs: right before and after, fixed, broken, exact p.
 
     ``runs`` maps a label to its traces (e.g. :attr:`ragstage.runs.RunSet.traces`). Every pair
     must cover the same questions: this is the paired design, and a pair that does not is an
-    error rather than a silently smaller comparison.
+    error rather than a silently smaller comparison. ``adjust="holm"`` adds ``p_holm``, the
+    p-values adjusted for testing every row of the table (:func:`ragstage.stats.holm`).
     """
+    if adjust not in (None, "holm"):
+        raise ValueError(f"adjust must be None or 'holm', got {adjust!r}")
     rows = []
     for before, after in pairs:
         missing = [label for label in (before, after) if label not in runs]
@@ -235,5 +327,8 @@ def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[
         result = compare(runs[before], runs[after], require=require)
         rows.append((before, after, result.n, result.both_right + result.broken, result.both_right + result.fixed,
                      result.fixed, result.broken, result.p_value))
-    return pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
-                                       "p_value"])
+    table = pd.DataFrame(rows, columns=["before", "after", "n", "right_before", "right_after", "fixed", "broken",
+                                        "p_value"])
+    if adjust == "holm":
+        table["p_holm"] = holm(table["p_value"])
+    return table

@@ -1,16 +1,12 @@
-"""Seeded simulations for the chapters that need more questions than a hand fixture holds.
+"""A seeded five-stage RAG system, for the chapters that need more questions than a fixture holds.
 
-Two simulations live here.
-
-* :func:`simulate_pipeline` runs a made-up five-stage RAG system (query understanding,
+:func:`simulate_pipeline` runs a made-up five-stage RAG system (query understanding,
   retrieval, reranking, prompt assembly, generation) over synthetic questions and writes
-  ordinary :class:`~ragstage.trace.Trace` records, so the attribution, the funnel and the
-  plots read them exactly as they read real logs. Each stage passes the gold passage on
-  with a probability you choose; the result also carries the *gold-context oracle* (the
-  same questions with the gold passage forced into the prompt), so the two oracle
-  experiments can be run on it.
-* :func:`interval_coverage` measures how often the Wilson and the normal interval really
-  contain the true rate at small n.
+ordinary :class:`~ragstage.trace.Trace` records, so the attribution, the funnel and the
+plots read them exactly as they read real logs. Each stage passes the gold passage on
+with a probability you choose; the result also carries the *gold-context oracle* (the
+same questions with the gold passage forced into the prompt), so the two oracle
+experiments (:mod:`ragstage.oracles`) can be run on it.
 
 Everything is seeded (``numpy.random.default_rng(seed)``): the same call prints the same
 numbers on every machine. These are stand-ins for a real system; never read them as
@@ -21,32 +17,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
-from .attribution import REASONS, Stage, diagnose
-from .stats import Z95, normal_interval, wilson
+from .attribution import GENERATION_KINDS
 from .trace import Trace
 
-__all__ = [
-    "STAGES",
-    "GENERATION_KINDS",
-    "end_to_end",
-    "SimRun",
-    "simulate_pipeline",
-    "correctness",
-    "sufficiency",
-    "generation_kind",
-    "interval_coverage",
-]
+__all__ = ["STAGES", "end_to_end", "SimRun", "simulate_pipeline"]
 
 #: The five stages, in the order the evidence passes them.
 STAGES: tuple[str, ...] = ("query_understanding", "retrieval", "reranking", "prompt_assembly", "generation")
-
-#: How a generation failure can look when the gold passage was in the prompt.
-GENERATION_KINDS: tuple[str, ...] = ("ignored_context", "wrong_passage", "partial")
 
 _DEFAULT_KINDS = {"ignored_context": 0.5, "wrong_passage": 0.3, "partial": 0.2}
 
@@ -87,7 +68,8 @@ class SimRun:
     ``oracle`` holds one trace per question in which retrieval, reranking and assembly are
     bypassed: the prompt holds the gold passage (plus the distractors of the real prompt),
     and the *same* simulated generator answers. Its correctness is the ceiling of the
-    generation stage; :func:`sufficiency` of ``traces`` is the ceiling of the upstream half.
+    generation stage; :func:`ragstage.oracles.sufficiency` of ``traces`` is the ceiling of
+    the upstream half.
     """
 
     traces: tuple[Trace, ...]
@@ -134,7 +116,8 @@ def simulate_pipeline(n: int, rates: Mapping[str, float] | None = None, *,
     candidates, the reranker cuts to ``top_n``, and assembly fits two to ``top_n`` passages
     into the prompt. A stage that fails loses the gold passage; nothing downstream gets it
     back. Generation answers ``ID: <id>``; its failures are labelled so that
-    :func:`ragstage.attribution.diagnose` and :func:`generation_kind` can tell the kinds apart.
+    :func:`ragstage.attribution.diagnose` and :func:`~ragstage.attribution.generation_kind`
+    can tell the kinds apart.
     """
     if n < 1:
         raise ValueError(f"n must be positive, got {n}")
@@ -205,7 +188,7 @@ def _answer(gold: str, prompt: Sequence[str], ok: bool, kind: str) -> dict:
     if kind == "wrong_passage" and wrong:
         return {"answer_ids": wrong[:1], "correct": False}
     if kind == "partial":
-        return {"answer_ids": [gold], "correct": False}
+        return {"answer_ids": [gold], "correct": False, "complete": False}
     # ignored the context: answered from memory, naming no passage, with an unsupported claim
     return {"answer_ids": [], "correct": False, "claims": [False]}
 
@@ -214,89 +197,3 @@ def _answer_fields(answer: Mapping) -> dict:
     ids = answer["answer_ids"]
     text = "ID: " + (ids[0] if ids else "NONE")
     return {"answer": text, **answer}
-
-
-def correctness(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:
-    """``(k, n)``: how many traces were answered correctly (bucket ``none``), out of all."""
-    stages = [diagnose(t, require).stage for t in traces]
-    return sum(s is Stage.NONE for s in stages), len(stages)
-
-
-def sufficiency(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:
-    """``(k, n)``: how many assembled prompts contain the gold evidence.
-
-    This is the retrieved-context sufficiency experiment with an exact judge: it scores
-    query understanding, retrieval, reranking and assembly together and ignores what the
-    model did with the prompt. Questions without gold ids are left out of ``n``.
-    """
-    k = n = 0
-    for t in traces:
-        gold = set(t.gold)
-        if not gold:
-            continue
-        n += 1
-        if t.prompt is None:
-            continue
-        kept = gold.intersection(t.prompt)
-        k += bool(kept) if require == "any" else kept == gold
-    return k, n
-
-
-def generation_kind(trace: Trace, require: str = "any") -> str | None:
-    """Which kind of generation failure a trace shows, or None if it is not one.
-
-    The last branch of the decision tree, for a wrong answer whose gold passage was in the
-    prompt:
-
-    * ``"refused"``: declined although the evidence was there;
-    * ``"ignored_context"``: the answer is not supported by the prompt (a claim labelled
-      unsupported, or a cited id that is not in the prompt): it answered from memory;
-    * ``"wrong_passage"``: it named passages from the prompt, none of them gold (often an
-      assembly ordering problem in disguise);
-    * ``"partial"``: it named the gold passage and was still judged wrong: faithful but
-      incomplete;
-    * ``"unclassified"``: a generation failure the trace holds too little to split.
-    """
-    d = diagnose(trace, require)
-    if d.stage is not Stage.GENERATION:
-        return None
-    # The sub-kinds read the reason diagnose gave, so the two cannot disagree on a trace.
-    if d.reason == REASONS["refused"]:
-        return "refused"
-    if d.reason in (REASONS["cited_outside"], REASONS["unsupported"]):
-        return "ignored_context"
-    answer_ids = set(trace.answer_ids or ())
-    if not answer_ids:
-        return "unclassified"
-    return "partial" if answer_ids & set(trace.gold) else "wrong_passage"
-
-
-def interval_coverage(ns: Sequence[int], ps: Sequence[float], *, reps: int = 20_000, seed: int = 0,
-                      z: float = Z95) -> pd.DataFrame:
-    """Simulated coverage of the Wilson and normal 95% intervals.
-
-    For each ``(n, p)``, draw ``reps`` binomial counts, build both intervals for each, and
-    report the share that contain ``p``. Nominal coverage is 95%; the normal interval falls
-    well short at small n and near 0 or 1 (at k = 0 or k = n it has zero width). Columns:
-    ``method, n, p, coverage`` plus ``mc_low, mc_high``, the Wilson interval of the
-    simulation itself, so its own noise is visible.
-    """
-    if reps < 1:
-        raise ValueError(f"reps must be positive, got {reps}")
-    rng = np.random.default_rng(seed)
-    rows = []
-    for n in ns:
-        if n < 1:
-            raise ValueError(f"n must be positive, got {n}")
-        bounds = {"wilson": [wilson(k, n, z) for k in range(n + 1)],
-                  "normal": [normal_interval(k, n, z) for k in range(n + 1)]}
-        for p in ps:
-            if not 0 < p < 1:
-                raise ValueError(f"p must lie strictly between 0 and 1, got {p}")
-            draws = rng.binomial(n, p, size=reps)
-            for method, table in bounds.items():
-                covers = np.array([lo <= p <= hi for lo, hi in table])
-                hit = int(covers[draws].sum())
-                lo, hi = wilson(hit, reps)
-                rows.append((method, int(n), float(p), hit / reps, lo, hi))
-    return pd.DataFrame(rows, columns=["method", "n", "p", "coverage", "mc_low", "mc_high"])

@@ -4,7 +4,9 @@ Every rate in the workbook is a share of questions, so every rate gets a Wilson 
 it stays inside [0, 1] and keeps close to its nominal coverage at the small n of a hand
 fixture. The normal ("Wald") interval is here only to show why not. Two runs on the
 same questions are compared with the exact McNemar test on the questions that flipped,
-which is far more sensitive than comparing two separate intervals.
+which is far more sensitive than comparing two separate intervals. Several such tests on the
+same questions get Holm's correction, so that "one of them came out significant" keeps its
+meaning.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.special import bdtr
 
 __all__ = [
     "Z95",
     "wilson",
+    "format_rate",
     "normal_interval",
+    "interval_coverage",
     "half_width",
     "sample_size",
     "mcnemar",
+    "holm",
     "paired_counts",
     "bootstrap_mean_ci",
 ]
@@ -68,6 +74,19 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     return low, high
 
 
+def format_rate(k: int, n: int, digits: int = 3) -> str:
+    """``k/n = rate (Wilson low to high)``: the one way the workbook prints a rate.
+
+    ``format_rate(11, 15)`` is ``"11/15 = 0.733 (Wilson 0.480 to 0.891)"``. Printing the
+    counts next to the share keeps the denominator in view, and the interval says how much
+    that denominator pins down.
+    """
+    if isinstance(digits, bool) or digits != int(digits) or digits < 0:
+        raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
+    low, high = wilson(k, n)
+    return f"{k}/{n} = {k / n:.{digits}f} (Wilson {low:.{digits}f} to {high:.{digits}f})"
+
+
 def normal_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The normal (Wald) interval p ± z·sqrt(p(1-p)/n), deliberately not clipped.
 
@@ -79,6 +98,38 @@ def normal_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     p = k / n
     half = z * math.sqrt(p * (1 - p) / n)
     return p - half, p + half
+
+
+def interval_coverage(ns: Sequence[int], ps: Sequence[float], *, reps: int = 20_000, seed: int = 0,
+                      z: float = Z95) -> pd.DataFrame:
+    """Simulated coverage of the Wilson and normal 95% intervals.
+
+    For each ``(n, p)``, draw ``reps`` binomial counts, build both intervals for each, and
+    report the share that contain ``p``. Nominal coverage is 95%; the normal interval falls
+    well short at small n and near 0 or 1 (at k = 0 or k = n it has zero width). Columns:
+    ``method, n, p, coverage`` plus ``mc_low, mc_high``, the Wilson interval of the
+    simulation itself, so its own noise is visible. Seeded: the same call prints the same
+    numbers on every machine.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be positive, got {reps}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in ns:
+        if n < 1:
+            raise ValueError(f"n must be positive, got {n}")
+        bounds = {"wilson": [wilson(k, n, z) for k in range(n + 1)],
+                  "normal": [normal_interval(k, n, z) for k in range(n + 1)]}
+        for p in ps:
+            if not 0 < p < 1:
+                raise ValueError(f"p must lie strictly between 0 and 1, got {p}")
+            draws = rng.binomial(n, p, size=reps)
+            for method, table in bounds.items():
+                covers = np.array([lo <= p <= hi for lo, hi in table])
+                hit = int(covers[draws].sum())
+                lo, hi = wilson(hit, reps)
+                rows.append((method, int(n), float(p), hit / reps, lo, hi))
+    return pd.DataFrame(rows, columns=["method", "n", "p", "coverage", "mc_low", "mc_high"])
 
 
 def half_width(p: float, n: int, z: float = Z95) -> float:
@@ -121,6 +172,29 @@ def mcnemar(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
+
+
+def holm(p_values: Iterable[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given.
+
+    Running m tests at level alpha each makes "at least one false alarm" far likelier than
+    alpha. Holm's method keeps that family-wise error at alpha under any dependence between
+    the tests (paired comparisons that share questions and pipelines are dependent): the
+    i-th smallest p is multiplied by m - i + 1, capped at 1, and made non-decreasing. A test
+    survives the correction when its adjusted p is at most alpha. Never less powerful than
+    Bonferroni, which multiplies every p by m.
+    """
+    ps = [float(p) for p in p_values]
+    for i, p in enumerate(ps):
+        if not 0 <= p <= 1:  # also catches NaN
+            raise ValueError(f"p-value {i} must lie in [0, 1], got {p}")
+    m = len(ps)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=ps.__getitem__)):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def paired_counts(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, int]:

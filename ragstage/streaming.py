@@ -4,7 +4,7 @@
 with the file. So this path never builds :class:`~ragstage.trace.Trace` objects: each
 line is decoded with orjson, checked by the same :func:`~ragstage.trace.check_record`
 and diagnosed by the same :func:`~ragstage.attribution.diagnose_record` as everywhere
-else, and only the bucket counts are kept. A plain file is cut into line-aligned byte
+else, and only the bucket and flag counts are kept. A plain file is cut into line-aligned byte
 ranges, one per worker process; a ``.gz`` file is read by one process.
 
 The one thing that must be remembered per trace is its (query_id, pipeline) key, for the
@@ -29,7 +29,7 @@ import orjson
 from .attribution import diagnose_record
 from .trace import TraceError, check_record, read_records
 
-__all__ = ["count_files", "count_file"]
+__all__ = ["Tally", "count_files", "count_file"]
 
 _MIN_SPLIT = 4 << 20  # files under 4 MB are not worth a second process
 
@@ -49,11 +49,37 @@ def _group(rec: dict, by: str | None) -> str:
 
 
 @dataclass
+class Tally:
+    """Bucket counts and flag counts per group: all ``ragstage attribute`` keeps of a file."""
+
+    buckets: dict[str, Counter] = field(default_factory=dict)
+    flags: dict[str, Counter] = field(default_factory=dict)
+
+    def add(self, group: str, stage: str, flags: tuple[str, ...]) -> None:
+        bucket = self.buckets.get(group)
+        if bucket is None:
+            bucket = self.buckets[group] = Counter()
+            self.flags[group] = Counter()
+        bucket[stage] += 1
+        if flags:
+            self.flags[group].update(flags)
+
+    def update(self, other: "Tally") -> None:
+        for group, bucket in other.buckets.items():
+            self.buckets.setdefault(group, Counter()).update(bucket)
+            self.flags.setdefault(group, Counter()).update(other.flags.get(group, ()))
+
+    def totals(self) -> dict[str, int]:
+        """Traces per group (the denominator of a flag's share)."""
+        return {group: sum(bucket.values()) for group, bucket in self.buckets.items()}
+
+
+@dataclass
 class _Chunk:
     """What one worker learned from its byte range of a file."""
 
     lines: int = 0
-    counts: dict[str, Counter] = field(default_factory=dict)
+    tally: Tally = field(default_factory=Tally)
     digests: bytes = b""
     error: tuple[int, str, str | None] | None = None  # (line within chunk, message, field)
 
@@ -61,7 +87,7 @@ class _Chunk:
 def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> _Chunk:
     out = _Chunk()
     digests = array("q")
-    counts: dict[str, Counter] = {}
+    tally = out.tally
     with open(path, "rb") as handle:
         handle.seek(start)
         pos = start
@@ -81,12 +107,8 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
                 out.error = (out.lines, exc.detail, exc.field)
                 break
             digests.append(_key_digest(rec["query_id"], rec["pipeline"]))
-            group = _group(rec, by)
-            bucket = counts.get(group)
-            if bucket is None:
-                bucket = counts[group] = Counter()
-            bucket[diagnose_record(rec, require).stage.value] += 1
-    out.counts = counts
+            d = diagnose_record(rec, require)
+            tally.add(_group(rec, by), d.stage.value, d.flags)
     out.digests = digests.tobytes()
     return out
 
@@ -125,15 +147,16 @@ def _first_duplicate(path: Path, dup_digests: set[int]) -> TraceError:
 
 
 def count_file(path: str | Path, by: str | None = "pipeline", require: str = "any",
-               workers: int | None = None) -> dict[str, Counter]:
-    """Bucket counts per group for one ``.jsonl`` (split over workers) or ``.jsonl.gz`` file."""
+               workers: int | None = None) -> Tally:
+    """Bucket and flag counts per group for one ``.jsonl`` (split over workers) or ``.jsonl.gz`` file."""
     path = Path(path)
     if path.suffix == ".gz" or not path.is_file():
         # Compressed streams cannot be split by byte offset: read them in order.
-        counts: dict[str, Counter] = {}
+        tally = Tally()
         for _, rec in read_records(path):
-            counts.setdefault(_group(rec, by), Counter())[diagnose_record(rec, require).stage.value] += 1
-        return counts
+            d = diagnose_record(rec, require)
+            tally.add(_group(rec, by), d.stage.value, d.flags)
+        return tally
     workers = workers or os.cpu_count() or 1
     ranges = _ranges(path, workers)
     if len(ranges) == 1:
@@ -153,18 +176,16 @@ def count_file(path: str | Path, by: str | None = "pipeline", require: str = "an
     repeated = digests[1:][digests[1:] == digests[:-1]]
     if repeated.size:
         raise _first_duplicate(path, {int(d) for d in repeated})
-    total: dict[str, Counter] = {}
+    total = Tally()
     for chunk in chunks:
-        for group, bucket in chunk.counts.items():
-            total.setdefault(group, Counter()).update(bucket)
+        total.update(chunk.tally)
     return total
 
 
 def count_files(paths: Iterable[str | Path], by: str | None = "pipeline", require: str = "any",
-                workers: int | None = None) -> dict[str, Counter]:
-    """Bucket counts per group over several files (duplicates are checked within each file)."""
-    total: dict[str, Counter] = {}
+                workers: int | None = None) -> Tally:
+    """Bucket and flag counts per group over several files (duplicates are checked within each file)."""
+    total = Tally()
     for path in paths:
-        for group, bucket in count_file(path, by, require, workers).items():
-            total.setdefault(group, Counter()).update(bucket)
+        total.update(count_file(path, by, require, workers))
     return total

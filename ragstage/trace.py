@@ -192,8 +192,8 @@ def check_record(record: Any) -> dict[str, Any]:
 
     Normalised means: every field present with its default, ids as strings in tuples,
     ``retrieved`` and ``reranked`` split into ids, ``<stage>_scores`` and
-    ``<stage>_sections`` (None unless given), ``meta`` a dict. Raises :class:`TraceError` naming the field (the caller adds file
-    and line).
+    ``<stage>_sections`` (None unless given), ``meta`` a dict. Raises
+    :class:`TraceError` naming the field (the caller adds file and line).
     """
     if type(record) is not dict:
         raise TraceError(f"a trace must be a JSON object, got {type(record).__name__}")

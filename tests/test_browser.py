@@ -36,7 +36,7 @@ FAILURE_SCREENSHOT = ARTIFACTS / "chapter1_failure.png"
 
 # Exercise 1 of chapter 1: retrieve d2 in case A, leave `reranked` empty -> A moves from
 # `retrieval` to `reranking`. The CSS classes are the stable ones documented in
-# ragstage/widgets.py (``ragstage-field-<qid>-<field>``, ``ragstage-stage-<qid>``, ...).
+# ragstage/widgets/__init__.py (``ragstage-field-<qid>-<field>``, ``ragstage-stage-<qid>``, ...).
 CASE = "A"
 FIELD = "retrieved"
 OLD_VALUE = "d1, d3"

@@ -9,26 +9,19 @@ import pytest
 from scipy.stats import binom
 
 from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
-from ragstage.attribution import REASONS
+from ragstage.attribution import GENERATION_KINDS, REASONS, generation_kind
 from ragstage.fixtures import load_json, load_traces
-from ragstage.simulate import (
-    GENERATION_KINDS,
-    STAGES,
-    correctness,
-    end_to_end,
-    generation_kind,
-    interval_coverage,
-    simulate_pipeline,
-    sufficiency,
-)
+from ragstage.oracles import correctness, sufficiency
+from ragstage.simulate import STAGES, end_to_end, simulate_pipeline
+from ragstage.stats import interval_coverage
 
 
 # -- chapter 1 ---------------------------------------------------------------------------------
-def test_five_case_corpus_covers_every_id_in_the_cases():
+def test_five_case_corpus_covers_every_id_in_the_cases(five_cases):
     corpus = load_json("five_cases", "corpus.json")
     ids = {d["id"] for d in corpus["documents"]}
     assert ids == {"d1", "d2", "d3"}
-    cases = load_traces("five_cases", "cases.jsonl") + load_traces("five_cases", "not_relevance.jsonl")
+    cases = five_cases + load_traces("five_cases", "not_relevance.jsonl")
     used = set()
     for t in cases:
         used |= set(t.gold) | set(t.retrieved) | set(t.reranked or ()) | set(t.prompt or ())
@@ -37,22 +30,21 @@ def test_five_case_corpus_covers_every_id_in_the_cases():
 
 
 # -- chapter 3 ---------------------------------------------------------------------------------
-def test_policy_corpus_matches_the_audit_and_dates_the_versions():
+def test_policy_corpus_matches_the_audit_and_dates_the_versions(audit_cases):
     docs = {d["id"]: d for d in load_json("policy", "corpus.json")["documents"]}
     assert set(docs) == {"returns-v1", "returns-v2", "shipping", "leave", "benefits"}
     assert "14 days" in docs["returns-v1"]["text"] and "30 days" in docs["returns-v2"]["text"]
     assert docs["returns-v1"]["effective_to"] < docs["returns-v2"]["effective_from"]
     assert "14 weeks" in docs["leave"]["text"]
-    for t in load_traces("policy", "audit_cases.jsonl"):
+    for t in audit_cases.values():
         assert set(t.gold) | set(t.retrieved) | set(t.prompt or ()) <= set(docs)
 
 
-def test_policy_exercises_produce_their_expected_diagnoses():
+def test_policy_exercises_produce_their_expected_diagnoses(audit_cases):
     spec = load_json("policy", "exercises.json")
-    cases = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}
     assert len(spec["exercises"]) == 4
     for ex in spec["exercises"]:
-        d = diagnose(cases[ex["case"]].replace(**ex["edit"]), spec["require"])
+        d = diagnose(audit_cases[ex["case"]].replace(**ex["edit"]), spec["require"])
         want = ex["expect"]
         assert d.stage.value == want["stage"], ex["name"]
         for key in ("recall", "retention", "support"):
@@ -61,36 +53,33 @@ def test_policy_exercises_produce_their_expected_diagnoses():
             assert d.reason == want["reason"]
 
 
-def test_incident_batch_exercises_every_citation_check():
-    batch = load_traces("incidents", "batch.jsonl")
-    assert len(batch) == 40
+def test_incident_batch_exercises_every_citation_check(incident_batch, four_logs):
+    assert len(incident_batch) == 40
     handbook = {d["id"] for d in load_json("incidents", "handbook.json")["documents"]}
     assert {"handbook:leave", "handbook:benefits", "handbook:holidays"} <= handbook
-    for t in batch + load_traces("incidents", "four_logs.jsonl"):
+    for t in incident_batch + four_logs:
         assert set(t.gold) | set(t.retrieved) | set(t.prompt or ()) <= handbook
-    reasons = Counter(diagnose(t).reason for t in batch)
+    reasons = Counter(diagnose(t).reason for t in incident_batch)
     for key in ("refused", "cited_outside", "numeric_unmarked", "unsupported"):
         assert reasons[REASONS[key]] >= 2, key
-    counts = replay(batch)
+    counts = replay(incident_batch)
     assert counts["retrieval"] == 8 and counts["prompt_assembly"] == 9 and counts["generation"] == 10
 
 
-def test_the_fix_moved_incidents_instead_of_removing_them():
-    before = load_traces("incidents", "batch.jsonl")
+def test_the_fix_moved_incidents_instead_of_removing_them(incident_batch):
     after = load_traces("incidents", "after_fix.jsonl")
-    assert [t.query_id for t in before] == [t.query_id for t in after]
-    c = compare(before, after)
+    assert [t.query_id for t in incident_batch] == [t.query_id for t in after]
+    c = compare(incident_batch, after)
     assert (c.n, c.fixed, c.broken) == (40, 2, 2)
     assert c.p_value == 1.0
     assert c.migration.loc["prompt_assembly", "generation"] == 5
     assert c.migration.loc["none", "generation"] == 2
 
 
-def test_dropping_the_prompt_field_hides_generation():
-    batch = load_traces("incidents", "batch.jsonl")
-    blind = replay(t.replace(prompt=None) for t in batch)
+def test_dropping_the_prompt_field_hides_generation(incident_batch):
+    blind = replay(t.replace(prompt=None) for t in incident_batch)
     assert "generation" not in blind and "source_or_label" not in blind
-    assert blind["retrieval"] == replay(batch)["retrieval"]
+    assert blind["retrieval"] == replay(incident_batch)["retrieval"]
 
 
 # -- chapter 2 ---------------------------------------------------------------------------------
@@ -238,8 +227,8 @@ def test_simulated_coverage_agrees_with_the_exact_coverage():
 
 
 # -- the exercises at the end of each chapter say what an edit should produce ------------------
-def test_chapter_1_exercises():
-    c = {t.query_id: t for t in load_traces("five_cases", "cases.jsonl")}
+def test_chapter_1_exercises(five_cases):
+    c = {t.query_id: t for t in five_cases}
     g = {t.query_id: t for t in load_traces("five_cases", "not_relevance.jsonl")}["G"]
     d = diagnose(c["A"].replace(retrieved=["d1", "d2"]))
     assert (d.stage.value, d.recall, d.retention) == ("reranking", 1.0, 0.0)
@@ -270,22 +259,35 @@ def test_chapter_2_exercises():
     assert m03.gold == ("s020",) and m03.retrieved[0] == "s150" and not hit_at_k(m03.retrieved, m03.gold, 5)
 
 
-def test_chapter_3_exercises():
-    audit = {t.query_id: t for t in load_traces("policy", "audit_cases.jsonl")}
-    d = diagnose(audit["retrieval-miss"].replace(retrieved=["returns-v2", "returns-v1"]), "all")
+def test_chapter_2_planning_exercises():
+    from ragstage import holm, load_published, mcnemar_sample_size
+
+    pairs = load_published().pairs
+    minilm = pairs[(pairs.before == "minilm") & (pairs.after == "minilm+ce")].iloc[0]
+    assert mcnemar_sample_size(minilm.fixed / 300, minilm.broken / 300, power=0.9) == 251
+    sixth = holm(list(pairs.p_value) + [0.01])
+    assert round(sixth[-1], 3) == 0.040 and round(sixth[2], 3) == 0.120
+
+
+def test_chapter_3_exercises(audit_cases, incident_batch):
+    d = diagnose(audit_cases["retrieval-miss"].replace(retrieved=["returns-v2", "returns-v1"]), "all")
     assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
-    two = audit["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
-                                            prompt=["leave", "shipping"])
-    assert diagnose(two, "any").stage.value == "none" and diagnose(two, "any").recall == 0.5
-    batch = load_traces("incidents", "batch.jsonl")
+    two = audit_cases["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
+                                                  prompt=["leave", "shipping"])
+    assert diagnose(two, "any").stage.value == "unjudged" and diagnose(two, "any").recall == 0.5
+    supported = audit_cases["supported-answer"]
+    assert diagnose(supported.replace(correct=False), "all").stage.value == "source_or_label"
+    partial = diagnose(supported.replace(correct=False, complete=False), "all")
+    assert (partial.stage.value, partial.reason) == ("generation", REASONS["partial"])
     after = load_traces("incidents", "after_fix.jsonl")
-    edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t for t in batch]
+    edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t
+              for t in incident_batch]
     counts = replay(edited)
     assert (counts["prompt_assembly"], counts["generation"]) == (8, 11)
     honest = [t.replace(correct=True) if t.query_id in ("inc-210", "inc-211", "inc-212") else t for t in after]
-    c = compare(batch, honest)
+    c = compare(incident_batch, honest)
     assert (c.fixed, c.broken, round(c.p_value, 3)) == (5, 2, 0.453)
-    t231 = next(t for t in batch if t.query_id == "inc-231")
+    t231 = next(t for t in incident_batch if t.query_id == "inc-231")
     d = diagnose(t231.replace(answer="You get 25 days [1]. Part-timers get 12.", correct=False))
     assert d.reason == REASONS["numeric_unmarked"]
 
@@ -297,7 +299,7 @@ def test_chapter_4_exercises():
     edited = [t.replace(query_ok=True) if t.query_id == "qu-1" else t for t in qu]
     assert diagnose(edited[0]).stage.value == "retrieval"
     f = funnel(edited, by=None).set_index("stage")
-    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (3, 4)
+    assert (f.loc["query_understanding", "survived"], f.loc["query_understanding", "entered"]) == (2, 3)
     assert (f.loc["retrieval", "survived"], f.loc["retrieval", "entered"]) == (2, 3)
     spec = load_json("stages", "systems.json")
     n, seed = spec["n"], spec["seed"]
@@ -316,3 +318,9 @@ def test_chapter_4_exercises():
     run = simulate_pipeline(n, types=types, seed=seed)
     kinds = {generation_kind(t) for t in run.traces if t.meta["qtype"] == "specific-rare"} - {None}
     assert kinds == {"wrong_passage"}
+
+
+def test_chapter_1_exercise_6_unlogged_prompt():
+    case_e = next(t for t in load_traces("five_cases", "cases.jsonl") if t.query_id == "E")
+    assert diagnose(case_e).stage.value == "none"
+    assert diagnose(case_e.replace(prompt=None)).stage.value == "not_logged"

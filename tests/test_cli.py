@@ -39,6 +39,24 @@ def test_attribute_table_and_csv():
     assert csv_lines[1].startswith("all,retrieval,1,4,0.25,")
 
 
+def test_attribute_flags_counts_flags_per_group_with_intervals(tmp_path):
+    path = tmp_path / "flags.jsonl"
+    write_traces(path, [
+        Trace(query_id="a", gold=["g"], retrieved=["g"], prompt=["g"], answer_ids=["g", "z"]),  # right, fabricated
+        Trace(query_id="b", gold=["g"], retrieved=["g"], prompt=["g"], answer="It is 20 weeks.", correct=False),
+        Trace(query_id="c", gold=["g"], retrieved=["g"], prompt=["g"], answer="ID: 42", answer_ids=["g"]),
+    ])
+    rows = json.loads(ragstage("attribute", str(path), "--flags", "--format", "json").stdout)
+    assert [(r["flag"], r["severity"], r["count"], r["n"]) for r in rows] == [
+        ("fabricated_citation", "critical", 1, 3), ("numeric_unmarked", "medium", 1, 3)]
+    assert rows[0]["low"] == pytest.approx(0.0615, abs=1e-4)
+    table = ragstage("attribute", str(path), "--flags").stdout.splitlines()
+    assert table[0].split() == ["group", "flag", "severity", "count", "n", "share", "low", "high"]
+    # the default output keeps its documented keys
+    default = json.loads(ragstage("attribute", str(path), "--format", "json").stdout)
+    assert all(set(r) == {"group", "stage", "count", "n", "share", "low", "high"} for r in default)
+
+
 def test_attribute_require_all(tmp_path):
     path = tmp_path / "two.jsonl"
     write_traces(path, [Trace(query_id="q", gold=["a", "b"], retrieved=["a"], prompt=["a"], correct=True)])
@@ -73,33 +91,36 @@ def test_bad_option_exit_2():
     assert done.returncode == 2 and "invalid choice" in done.stderr
 
 
-def make_run(path: Path, outcomes: dict[str, bool]) -> str:
-    write_traces(path, [Trace(query_id=q, gold=["g"], retrieved=["g"], prompt=["g"], correct=ok)
-                        for q, ok in outcomes.items()])
-    return str(path)
+@pytest.fixture
+def make_run(judged_run):
+    """Write a judged run (``{query_id: bucket}``) to a file; returns its path as text."""
+    def write(path: Path, outcomes: dict[str, str]) -> str:
+        write_traces(path, judged_run(outcomes))
+        return str(path)
+    return write
 
 
-def test_compare_json(tmp_path):
-    before = make_run(tmp_path / "b.jsonl", {"q1": False, "q2": False, "q3": True})
-    after = make_run(tmp_path / "a.jsonl", {"q1": True, "q2": True, "q3": True})
+def test_compare_json(tmp_path, make_run):
+    before = make_run(tmp_path / "b.jsonl", {"q1": "generation", "q2": "generation", "q3": "none"})
+    after = make_run(tmp_path / "a.jsonl", {"q1": "none", "q2": "none", "q3": "none"})
     out = json.loads(ragstage("compare", before, after, "--format", "json").stdout)
-    assert set(out) == {"n", "fixed", "broken", "p_value", "migration"}
+    assert set(out) == {"n", "fixed", "broken", "undecided", "p_value", "migration"}
     assert (out["n"], out["fixed"], out["broken"]) == (3, 2, 0)
     assert out["p_value"] == pytest.approx(0.5)
     assert out["migration"] == {"generation": {"none": 2}, "none": {"none": 1}}
 
 
-def test_compare_table_and_intersect(tmp_path):
-    before = make_run(tmp_path / "b.jsonl", {"q1": False, "q2": True})
-    after = make_run(tmp_path / "a.jsonl", {"q1": True, "q2": True, "q9": False})
+def test_compare_table_and_intersect(tmp_path, make_run):
+    before = make_run(tmp_path / "b.jsonl", {"q1": "generation", "q2": "none"})
+    after = make_run(tmp_path / "a.jsonl", {"q1": "none", "q2": "none", "q9": "generation"})
     done = ragstage("compare", before, after, check=False)
     assert done.returncode == 2 and "1 only after" in done.stderr and "--intersect" not in done.stdout
     table = ragstage("compare", before, after, "--intersect").stdout
     assert "questions paired: 2" in table and "fixed: 1" in table and "broken: 0" in table
 
 
-def test_compare_bad_file_names_file_and_line(tmp_path):
-    before = make_run(tmp_path / "b.jsonl", {"q1": False})
+def test_compare_bad_file_names_file_and_line(tmp_path, make_run):
+    before = make_run(tmp_path / "b.jsonl", {"q1": "generation"})
     bad = tmp_path / "a.jsonl"
     bad.write_text('{"query_id": "q1", "correct": "yes"}\n')
     done = ragstage("compare", before, str(bad), check=False)

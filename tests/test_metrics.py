@@ -30,6 +30,8 @@ def test_reciprocal_rank():
     assert reciprocal_rank(["a", "b", "c"], {"c"}) == pytest.approx(1 / 3)
     assert reciprocal_rank(["a", "b", "c"], {"c"}, k=2) == 0.0
     assert reciprocal_rank(["a"], set()) is None
+    with pytest.raises(ValueError):
+        reciprocal_rank(["a"], {"a"}, k=0)
 
 
 def test_ndcg_by_hand():

@@ -22,7 +22,7 @@ from ragstage.plots import (
     interval_rows,
     stage_bars,
 )
-from ragstage.simulate import interval_coverage
+from ragstage.stats import interval_coverage
 
 COUNTS = {
     "BM25": {"retrieval": 30, "reranking": 20, "prompt_assembly": 40, "generation": 111, "none": 99},

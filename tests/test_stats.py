@@ -1,6 +1,7 @@
 """Statistics, checked against the published figures and against scipy/statsmodels."""
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -8,18 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from ragstage.stats import (
-    Z95,
-    bootstrap_mean_ci,
-    half_width,
-    mcnemar,
-    normal_interval,
-    paired_counts,
-    sample_size,
-    wilson,
-)
+from ragstage import bootstrap_mean_ci, format_rate, half_width, holm, mcnemar, normal_interval, paired_counts
+from ragstage.stats import Z95, sample_size, wilson
 
 
 def test_published_eleven_of_fifteen():
@@ -131,3 +125,52 @@ def test_default_z_is_the_95_percent_quantile():
     from scipy.stats import norm
 
     assert Z95 == pytest.approx(norm.ppf(0.975), abs=1e-6)
+
+
+# -- format_rate ---------------------------------------------------------------------------------
+def test_format_rate_is_counts_share_and_wilson():
+    assert format_rate(11, 15) == "11/15 = 0.733 (Wilson 0.480 to 0.891)"
+    assert format_rate(107, 300, digits=2) == "107/300 = 0.36 (Wilson 0.30 to 0.41)"
+    assert format_rate(0, 5) == "0/5 = 0.000 (Wilson 0.000 to 0.434)"
+
+
+@pytest.mark.parametrize("call", [lambda: format_rate(3, 2), lambda: format_rate(1, 2, digits=-1),
+                                  lambda: format_rate(1, 2, digits=1.5)])
+def test_format_rate_rejects_bad_input(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+# -- Holm ------------------------------------------------------------------------------------------
+def test_holm_on_the_five_published_comparisons():
+    ps = [mcnemar(32, 9), mcnemar(21, 13), mcnemar(31, 16), mcnemar(4, 4), mcnemar(49, 5)]
+    adjusted = holm(ps)
+    # 0.040 is the third smallest of five: times 3, it no longer clears 0.05.
+    assert adjusted[2] == pytest.approx(3 * ps[2]) and adjusted[2] > 0.05 > ps[2]
+    assert adjusted[0] == pytest.approx(4 * ps[0]) and adjusted[4] == pytest.approx(5 * ps[4])
+    assert [a <= 0.05 for a in adjusted] == [True, False, False, False, True]
+
+
+def test_holm_keeps_the_adjusted_p_monotone_and_handles_edges():
+    assert holm([]) == []
+    assert holm([0.03]) == [0.03]
+    assert holm([0.045, 0.02, 0.01]) == pytest.approx([0.045, 0.04, 0.03])
+    # The largest p times 1 (0.04) would fall below the one before it (0.03 * 2): raised to 0.06.
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    with pytest.raises(ValueError, match="p-value 1"):
+        holm([0.1, float("nan")])
+    with pytest.raises(ValueError, match="p-value 0"):
+        holm([1.5])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.01, 0.05, 1.0])), min_size=1, max_size=30))
+def test_holm_matches_statsmodels(ps):
+    # multipletests runs gc.collect() on every call (0.1 s each on a large heap); skip that.
+    with mock.patch("gc.collect", return_value=0):
+        expected = multipletests(ps, alpha=0.05, method="holm")[1]
+    got = holm(ps)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-15)
+    assert all(p <= a <= 1 for p, a in zip(ps, got))
+    # Holm never rejects less than Bonferroni and never more than the uncorrected tests.
+    assert all(min(1, len(ps) * p) >= a for p, a in zip(ps, got))

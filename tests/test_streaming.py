@@ -6,7 +6,7 @@ import random
 import pytest
 
 from ragstage import Trace, TraceError, write_traces
-from ragstage.report import count_buckets
+from ragstage.report import count_buckets, count_flags
 from ragstage.streaming import _ranges, count_file, count_files
 
 
@@ -17,7 +17,9 @@ def synthetic(n, seed=0):
         docs = [f"d{rng.randrange(50)}" for _ in range(8)]
         out.append(Trace(query_id=f"q{i}", pipeline=rng.choice(["a", "b"]), gold=[rng.choice(docs + ["zz"])],
                          retrieved=docs, reranked=docs[:4] if rng.random() < 0.7 else None,
-                         prompt=docs[: rng.randrange(0, 4)], answer_ids=[rng.choice(docs)],
+                         prompt=docs[: rng.randrange(0, 4)] if rng.random() < 0.9 else None,
+                         answer_ids=[rng.choice(docs)] if rng.random() < 0.8 else None,
+                         answer=rng.choice(["", "It takes 3 days.", "See [2].", "See [7]."]),
                          meta={"kind": rng.choice(["rare", "broad"])}))
     return out
 
@@ -34,8 +36,12 @@ def big(tmp_path_factory):
 def test_split_counts_equal_object_counts(big, workers, monkeypatch):
     traces, path = big
     monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
-    assert count_file(path, workers=workers) == count_buckets(traces)
-    assert count_file(path, by="kind", require="all", workers=workers) == count_buckets(traces, "kind", "all")
+    tally = count_file(path, workers=workers)
+    assert tally.buckets == count_buckets(traces)
+    flags, totals = count_flags(traces)
+    assert {g: +c for g, c in tally.flags.items()} == {g: +c for g, c in flags.items()}
+    assert tally.totals() == dict(totals)
+    assert count_file(path, by="kind", require="all", workers=workers).buckets == count_buckets(traces, "kind", "all")
 
 
 def test_ranges_split_at_line_starts(big, monkeypatch):
@@ -75,4 +81,4 @@ def test_gzip_and_several_files(tmp_path):
     write_traces(plain, traces[:200])
     write_traces(packed, traces[200:])
     assert gzip.open(packed).read(1) == b"{"
-    assert count_files([plain, packed]) == count_buckets(traces)
+    assert count_files([plain, packed]).buckets == count_buckets(traces)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ragstage import Trace, read_traces, wilson
-from ragstage.fixtures import load_traces
+from ragstage import BUCKETS, Stage, Trace, diagnose, read_traces, wilson
 from ragstage.widgets import CaseEditor, IntervalExplorer, css_name, parse_claims, parse_ids
 
 
 @pytest.fixture
-def editor() -> CaseEditor:
-    return CaseEditor(load_traces("five_cases", "cases.jsonl"))
+def editor(five_cases) -> CaseEditor:
+    return CaseEditor(five_cases)
 
 
 def stages(ed: CaseEditor) -> dict[str, str]:
@@ -70,11 +69,30 @@ def test_claims_and_null_prompt(editor):
     assert editor.diagnoses["C"].stage.value == "generation"
     assert editor.diagnoses["C"].support == 0.5
     editor.set_case("C", claims=[True, True])
-    assert editor.diagnoses["C"].stage.value == "none"
+    assert editor.diagnoses["C"].stage.value == "unjudged"  # supported is not correct
     editor.set_case("C", prompt="null")
-    assert editor.diagnoses["C"].stage.value == "prompt_assembly"
+    assert editor.diagnoses["C"].stage.value == "not_logged"
+    assert editor.stage_labels["C"].value == "not_logged"
     assert editor.diagnoses["C"].retention is None
     assert "not logged" in editor.reason_labels["C"].value
+
+
+def test_complete_is_an_editable_judgment(editor):
+    assert editor.fields["A"]["complete"].value == "not set"
+    assert "ragstage-field-A-complete" in editor.fields["A"]["complete"]._dom_classes
+    editor.set_case("A", complete=False)
+    assert editor.traces[0].complete is False
+    assert editor.diagnoses["A"] == diagnose(editor.traces[0])
+    editor.fields["A"]["complete"].value = "true"
+    assert editor.traces[0].complete is True
+    editor.reset()
+    assert editor.traces[0].complete is None
+
+
+def test_bucket_table_follows_the_attribution_bucket_order(editor):
+    order = [b for b in BUCKETS if b in editor.counts]
+    assert list(editor.counts) == order == list(editor.table["stage"])
+    assert set(editor.counts) <= {s.value for s in Stage}
 
 
 @pytest.mark.parametrize("field,text,words", [

@@ -1,0 +1,36 @@
+"""Your own system's logs as traces: OpenInference spans, evaluation datasets, labels.
+
+Nothing here imports OpenTelemetry, LangChain or LlamaIndex at import time: span objects
+from the SDK are read by duck typing, and the one piece that needs the SDK
+(:func:`otlp_file_exporter`) imports it when called. The ``tracing`` extra installs it.
+"""
+
+from .build import IngestOptions, IngestResult, ingest_openinference, judge_contains, load_spans
+from .gold import ChunkKeys, Label, locate_llamaindex_nodes, read_labels
+from .otlp import otlp_file_exporter, read_otlp_json, write_otlp_json
+from .phoenix import from_phoenix
+from .ragas import ragas_to_traces
+from .recover import normalise, recover_prompt_ids
+from .spans import Span, SpanError, from_sdk_spans
+
+__all__ = [
+    "ChunkKeys",
+    "IngestOptions",
+    "IngestResult",
+    "Label",
+    "Span",
+    "SpanError",
+    "from_phoenix",
+    "from_sdk_spans",
+    "ingest_openinference",
+    "judge_contains",
+    "load_spans",
+    "locate_llamaindex_nodes",
+    "normalise",
+    "otlp_file_exporter",
+    "ragas_to_traces",
+    "read_labels",
+    "read_otlp_json",
+    "recover_prompt_ids",
+    "write_otlp_json",
+]

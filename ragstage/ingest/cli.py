@@ -1,0 +1,106 @@
+"""``ragstage ingest openinference|ragas`` and ``ragstage doctor``: argument parsing and output.
+
+Kept out of ``ragstage/cli.py`` so the ingest's options live beside the ingest; the main CLI
+only registers these parsers. Errors are raised as ``TraceError`` (file, line, field) and
+printed by the main CLI as one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+__all__ = ["add_ingest_parser", "add_doctor_parser"]
+
+
+def _options(args: argparse.Namespace) -> dict:
+    from .gold import ChunkKeys
+
+    defaults = ChunkKeys()
+    keys = ChunkKeys(doc=args.doc_key or defaults.doc, start=args.start_key or defaults.start,
+                     end=args.end_key or defaults.end)
+    return {"chunk_keys": keys, "query_id_key": args.query_id_key}
+
+
+def _add_span_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--labels", metavar="LABELS.jsonl", help="gold labels (query_id or query; gold, gold_spans)")
+    parser.add_argument("--doc-key", action="append", metavar="KEY",
+                        help="chunk metadata key naming the source document (repeatable; default: source, "
+                             "ref_doc_id, doc_id, document_id)")
+    parser.add_argument("--start-key", action="append", metavar="KEY",
+                        help="chunk metadata key of the start offset (default: start_index, start_char_idx)")
+    parser.add_argument("--end-key", action="append", metavar="KEY",
+                        help="chunk metadata key of the end offset (default: end_index, end_char_idx; "
+                             "else start + length)")
+    parser.add_argument("--query-id-key", default="query_id", help="span metadata key holding the question id")
+
+
+def _ingest_openinference(args: argparse.Namespace) -> int:
+    from .build import ingest_openinference, judge_contains
+
+    result = ingest_openinference(args.spans, labels=args.labels, pipeline=args.pipeline,
+                                  recover_prompt=not args.no_recover_prompt,
+                                  judge=judge_contains if args.judge == "contains" else None, **_options(args))
+    n = result.write(args.out)
+    print(f"wrote {n} trace(s) to {args.out}", file=sys.stderr)
+    print(result.summary(), file=sys.stderr)
+    return 1 if args.strict and (result.unmatched_labels or result.without_llm) else 0
+
+
+def _ingest_ragas(args: argparse.Namespace) -> int:
+    from ..trace import write_traces
+    from .ragas import ASSUMPTION, ragas_to_traces
+
+    n = write_traces(args.out, ragas_to_traces(args.file, pipeline=args.pipeline))
+    print(f"wrote {n} trace(s) to {args.out}\nassumed: {ASSUMPTION}", file=sys.stderr)
+    return 0
+
+
+def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
+    """``ragstage ingest openinference SPANS... --out`` and ``ragstage ingest ragas FILE --out``."""
+    ingest = sub.add_parser("ingest", help="turn your own system's logs (spans, Ragas samples) into traces")
+    kinds = ingest.add_subparsers(dest="source", required=True)
+    oi = kinds.add_parser("openinference", help="OpenTelemetry spans with OpenInference attributes")
+    oi.add_argument("spans", nargs="+", metavar="SPANS",
+                    help="OTLP JSON Lines files (the Collector's file exporter) or Phoenix exports (.parquet)")
+    oi.add_argument("--out", required=True, metavar="TRACES.jsonl")
+    oi.add_argument("--pipeline", default="default", help="pipeline name for traces whose spans do not set one")
+    oi.add_argument("--no-recover-prompt", action="store_true",
+                    help="do not recover prompt ids from the prompt text (prompt stays 'not logged')")
+    oi.add_argument("--judge", choices=["none", "contains"], default="none",
+                    help="contains: an answer is right when it contains the label's reference answer")
+    oi.add_argument("--strict", action="store_true",
+                    help="exit 1 when a label matched no request or a request had no LLM span")
+    _add_span_options(oi)
+    oi.set_defaults(func=_ingest_openinference)
+    ragas = kinds.add_parser("ragas", help="an evaluation dataset in the Ragas sample shape (JSON Lines)")
+    ragas.add_argument("file", metavar="SAMPLES.jsonl")
+    ragas.add_argument("--out", required=True, metavar="TRACES.jsonl")
+    ragas.add_argument("--pipeline", default="default")
+    ragas.set_defaults(func=_ingest_ragas)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from ..doctor import doctor_files
+
+    report = doctor_files(args.files, labels=args.labels, recover_prompt=args.recover_prompt,
+                          ingest_options=_options(args))
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(report.to_text())
+    return 1 if report.blocked else 0
+
+
+def add_doctor_parser(sub: argparse._SubParsersAction) -> None:
+    """``ragstage doctor FILE... [--format table|json]``."""
+    doctor = sub.add_parser("doctor", help="which minimum log fields your traces lack, and what that costs")
+    doctor.add_argument("files", nargs="+", metavar="FILE",
+                        help="trace files (.jsonl), or spans (OTLP JSON Lines, Phoenix .parquet)")
+    doctor.add_argument("--format", choices=["table", "json"], default="table")
+    doctor.add_argument("--recover-prompt", action="store_true",
+                        help="for spans: recover prompt ids from the prompt text before checking")
+    _add_span_options(doctor)
+    doctor.set_defaults(func=_doctor)

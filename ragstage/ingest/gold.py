@@ -1,0 +1,233 @@
+"""Gold on document and character span, so labels survive re-chunking.
+
+Chunk ids change whenever chunking changes (seed 003); a document id and a character range do
+not. A label names documents (``gold``) and/or spans of them (``gold_spans``: ``{"id", "start",
+"end"}``, end exclusive, offsets in the source document). A retrieved chunk is gold when its own
+span (read from its metadata: source document, start offset, end offset or start plus its
+length) overlaps a gold span, or when its document (or its own id) is a gold document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from ..trace import iter_json_lines, open_text
+from .spans import SpanError
+
+__all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
+           "locate_llamaindex_nodes"]
+
+_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "reference"})
+
+
+@dataclass(frozen=True)
+class Label:
+    """One question's label. ``line`` is where it was read (for messages)."""
+
+    query_id: str | None = None
+    query: str | None = None
+    gold: tuple[str, ...] = ()
+    gold_spans: tuple[tuple[str, int, int], ...] = ()
+    answerable: bool | None = None
+    correct: bool | None = None
+    reference: str | None = None
+    line: int | None = None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """What the label points at, as ids: ``doc`` for a document, ``doc#start-end`` for a span.
+
+        These stand in as the trace's gold when no candidate matched, so a question whose
+        evidence was never retrieved lands in ``retrieval``, not in ``label_missing``.
+        """
+        return self.gold + tuple(f"{d}#{s}-{e}" for d, s, e in self.gold_spans)
+
+
+@dataclass(frozen=True)
+class ChunkKeys:
+    """Metadata keys that locate a chunk in its source document (first key present wins).
+
+    Defaults cover LangChain (``source``, ``start_index`` from a splitter with
+    ``add_start_index=True``) and LlamaIndex nodes whose ``ref_doc_id``, ``start_char_idx`` and
+    ``end_char_idx`` were copied into metadata (see :func:`ragstage.ingest.locate_llamaindex_nodes`).
+    """
+
+    doc: Sequence[str] = ("source", "ref_doc_id", "doc_id", "document_id")
+    start: Sequence[str] = ("start_index", "start_char_idx")
+    end: Sequence[str] = ("end_index", "end_char_idx")
+
+
+def _first(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for key in keys:
+        if meta.get(key) is not None:
+            return meta[key]
+    return None
+
+
+def locate(meta: Mapping[str, Any], content: str, keys: ChunkKeys) -> tuple[str | None, int | None, int | None]:
+    """``(document id, start, end)`` of a chunk from its metadata; parts unknown are None."""
+    doc = _first(meta, keys.doc)
+    start, end = _first(meta, keys.start), _first(meta, keys.end)
+    start = start if isinstance(start, int) and not isinstance(start, bool) else None
+    end = end if isinstance(end, int) and not isinstance(end, bool) else None
+    if start is not None and end is None:
+        end = start + len(content)
+    return (None if doc is None else str(doc)), start, end
+
+
+def gold_ids(label: Label, chunks: Mapping[str, tuple[str | None, int | None, int | None]]) -> tuple[str, ...]:
+    """The chunk ids (``id -> (doc, start, end)``) the label makes gold, in the given order."""
+    docs = set(label.gold)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for d, s, e in label.gold_spans:
+        spans.setdefault(d, []).append((s, e))
+    out = []
+    for cid, (doc, start, end) in chunks.items():
+        if cid in docs or (doc is not None and doc in docs):
+            out.append(cid)
+        elif doc in spans and start is not None and end is not None:
+            if any(start < e and s < end for s, e in spans[doc]):
+                out.append(cid)
+    return tuple(out)
+
+
+def _fail(msg: str, name: str) -> SpanError:
+    return SpanError(msg, field=name)
+
+
+def _str_list(value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        raise _fail(f"expected a list of document ids, got {value!r:.60}", name)
+    return tuple(str(v) for v in value)
+
+
+def _spans(value: Any) -> tuple[tuple[str, int, int], ...]:
+    if not isinstance(value, list):
+        raise _fail(f"expected a list of {{\"id\", \"start\", \"end\"}} objects, got {value!r:.60}", "gold_spans")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"id", "start", "end"}:
+            raise _fail(f"each span must be exactly {{\"id\", \"start\", \"end\"}}, got {item!r:.60}", "gold_spans")
+        s, e = item["start"], item["end"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (s, e)) or not 0 <= s < e:
+            raise _fail(f"start and end must be integers with 0 <= start < end, got {s!r}, {e!r}", "gold_spans")
+        out.append((str(item["id"]), s, e))
+    return tuple(out)
+
+
+def _opt_bool(record: Mapping[str, Any], name: str) -> bool | None:
+    value = record.get(name)
+    if value is not None and type(value) is not bool:
+        raise _fail(f"expected true, false or null, got {value!r:.40}", name)
+    return value
+
+
+def parse_label(record: Any) -> Label:
+    """Check one decoded label object (unknown keys are errors: a typo must not drop a label)."""
+    if not isinstance(record, dict):
+        raise SpanError(f"a label must be a JSON object, got {type(record).__name__}")
+    unknown = set(record) - _LABEL_KEYS
+    if unknown:
+        raise _fail(f"unknown key(s) {sorted(unknown)} (known: {', '.join(sorted(_LABEL_KEYS))})", sorted(unknown)[0])
+    qid, query = record.get("query_id"), record.get("query")
+    if qid is None and not query:
+        raise _fail("a label needs a query_id or a query to match a request", "query_id")
+    if qid is not None and (isinstance(qid, bool) or not isinstance(qid, (str, int))):
+        raise _fail(f"expected a string, got {qid!r:.40}", "query_id")
+    if query is not None and not isinstance(query, str):
+        raise _fail("expected a string", "query")
+    reference = record.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise _fail("expected a string", "reference")
+    return Label(
+        query_id=None if qid is None else str(qid),
+        query=query,
+        gold=_str_list(record.get("gold") or [], "gold"),
+        gold_spans=_spans(record.get("gold_spans") or []),
+        answerable=_opt_bool(record, "answerable"),
+        correct=_opt_bool(record, "correct"),
+        reference=reference,
+    )
+
+
+def read_labels(path: str | Path) -> list[Label]:
+    """Labels from a JSON Lines file; an error names the file, the line and the key."""
+    labels = []
+    try:
+        handle = open_text(path)
+    except OSError as exc:
+        raise SpanError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
+    with handle:
+        for lineno, record in iter_json_lines(handle, lambda msg, n: SpanError(msg, path=str(path), line=n)):
+            try:
+                label = parse_label(record)
+            except SpanError as exc:
+                raise SpanError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
+            labels.append(Label(**{**label.__dict__, "line": lineno}))
+    return labels
+
+
+class LabelIndex:
+    """Labels looked up by query id, else by the exact (whitespace-normalised) query text."""
+
+    def __init__(self, labels: Iterable[Label]) -> None:
+        from .recover import normalise
+
+        self._normalise = normalise
+        self.labels = list(labels)
+        self.by_id: dict[str, Label] = {}
+        self.by_text: dict[str, Label] = {}
+        for label in self.labels:
+            if label.query_id is not None:
+                if label.query_id in self.by_id:
+                    raise SpanError(f"query_id {label.query_id!r} labelled twice (lines "
+                                    f"{self.by_id[label.query_id].line} and {label.line})", field="query_id")
+                self.by_id[label.query_id] = label
+            if label.query:
+                self.by_text.setdefault(normalise(label.query), label)
+        self.used: set[int] = set()
+
+    def match(self, query_id: str | None, query: str) -> Label | None:
+        """The label for a request, remembering it was used (see :meth:`unmatched`)."""
+        label = self.by_id.get(query_id) if query_id is not None else None
+        if label is None and query:
+            label = self.by_text.get(self._normalise(query))
+        if label is not None:
+            self.used.add(id(label))
+        return label
+
+    def unmatched(self) -> list[Label]:
+        """Labels no request matched: reported, never silently dropped."""
+        return [label for label in self.labels if id(label) not in self.used]
+
+
+def iter_labels(labels: Iterable[Label] | str | Path | None) -> Iterator[Label]:
+    """Labels from a path, or passed through."""
+    if labels is None:
+        return iter(())
+    if isinstance(labels, (str, Path)):
+        return iter(read_labels(labels))
+    return iter(labels)
+
+
+_LLAMAINDEX_KEYS = ("ref_doc_id", "start_char_idx", "end_char_idx")
+
+
+def locate_llamaindex_nodes(nodes: Iterable[Any]) -> list[Any]:
+    """Copy each LlamaIndex node's source document id and character offsets into its metadata.
+
+    The OpenInference LlamaIndex instrumentor exports a node's ``metadata`` but not its
+    ``ref_doc_id`` or ``start_char_idx``/``end_char_idx``, so without this a span cannot say
+    where a chunk came from. The keys are kept out of the text the LLM and the embedder see.
+    Returns the nodes (changed in place).
+    """
+    out = []
+    for node in nodes:
+        node.metadata.update({"ref_doc_id": node.ref_doc_id, "start_char_idx": node.start_char_idx,
+                              "end_char_idx": node.end_char_idx})
+        for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
+            keys.extend(k for k in _LLAMAINDEX_KEYS if k not in keys)
+        out.append(node)
+    return out

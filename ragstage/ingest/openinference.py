@@ -1,0 +1,157 @@
+"""Reading OpenInference attributes off a span: documents, messages, metadata, input, output.
+
+The names are OpenInference's semantic conventions as the LangChain and LlamaIndex
+instrumentors write them (checked against spans those instrumentors really produce, in
+``tests/test_ingest_frameworks.py``):
+
+* ``retrieval.documents.N.document.{id,score,content,metadata}`` on RETRIEVER spans;
+  ``reranker.input_documents.N...`` and ``reranker.output_documents.N...`` on RERANKER spans.
+  LangChain's instrumentor writes no ``document.id``: the ids are read from the span's
+  ``output.value`` JSON (``{"documents": [{"id": ...}]}``) when it has them.
+* ``llm.input_messages.N.message.{role,content}`` (chat models) or ``llm.prompts`` (completion
+  models) for the prompt; ``llm.output_messages.N.message.content`` or ``output.value`` for
+  the answer; ``llm.model_name``.
+* ``metadata`` (a JSON object as a string), ``input.value``, ``output.value``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, NamedTuple
+
+import orjson
+
+from .spans import Span
+
+__all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids"]
+
+
+class Document(NamedTuple):
+    """One document of a span's list: id may be None (then the caller derives one)."""
+
+    id: str | None
+    score: float | None
+    content: str
+    metadata: dict[str, Any]
+
+
+def json_or_none(value: Any) -> Any:
+    """``value`` decoded when it is a JSON object or array in a string; else None."""
+    if isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    """``{N: {suffix: value}}`` for every key ``prefix.N.suffix``."""
+    out: dict[int, dict[str, Any]] = {}
+    dotted = prefix + "."
+    for key, value in attrs.items():
+        if key.startswith(dotted):
+            index, _, rest = key[len(dotted):].partition(".")
+            if index.isdigit() and rest:
+                out.setdefault(int(index), {})[rest] = value
+    return out
+
+
+def _output_ids(span: Span) -> list[str] | None:
+    """Document ids from ``output.value`` (``{"documents": [{"id": ...}]}`` or a list of such)."""
+    out = json_or_none(span.attributes.get("output.value"))
+    if isinstance(out, dict):
+        out = out.get("documents")
+    if not isinstance(out, list) or not out:
+        return None
+    ids = [d.get("id") if isinstance(d, dict) else None for d in out]
+    return [str(i) for i in ids] if all(isinstance(i, (str, int)) and i != "" for i in ids) else None
+
+
+def documents(span: Span, prefix: str = "retrieval.documents") -> list[Document] | None:
+    """The span's documents under ``prefix`` in rank order; None when it lists none."""
+    items = _indexed(span.attributes, prefix)
+    if not items:
+        return None
+    docs = []
+    for index in sorted(items):
+        item = items[index]
+        raw_id = item.get("document.id")
+        score = item.get("document.score")
+        meta = item.get("document.metadata")
+        meta = json_or_none(meta) if not isinstance(meta, dict) else meta
+        docs.append(Document(
+            id=None if raw_id in (None, "") else str(raw_id),
+            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+            content=str(item.get("document.content") or ""),
+            metadata=meta if isinstance(meta, dict) else {},
+        ))
+    if prefix == "retrieval.documents" and all(d.id is None for d in docs):
+        ids = _output_ids(span)
+        if ids is not None and len(ids) == len(docs):
+            docs = [d._replace(id=i) for d, i in zip(docs, ids)]
+    return docs
+
+
+_NODE_ID = re.compile(r"id_=([^,)\s]+)")
+
+
+def postprocessor_ids(span: Span) -> list[str] | None:
+    """Node ids a LlamaIndex node postprocessor returned (its CHAIN span's ``output.value`` lists
+    ``<NodeWithScore(node=TextNode(id_=...), score=...)>``); None if it lists none."""
+    out = json_or_none(span.attributes.get("output.value"))
+    if not isinstance(out, list):
+        return None
+    ids = [m.group(1) for item in out if isinstance(item, str) for m in [_NODE_ID.search(item)] if m]
+    return ids if len(ids) == len(out) else None
+
+
+def metadata(span: Span) -> dict[str, Any]:
+    """The span's ``metadata`` object (a JSON string in OTLP, an object in Phoenix exports)."""
+    raw = span.attributes.get("metadata")
+    value = raw if isinstance(raw, dict) else json_or_none(raw)
+    out = dict(value) if isinstance(value, dict) else {}
+    for key, v in span.attributes.items():  # a frame that flattened the object: metadata.<key>
+        if key.startswith("metadata."):
+            out.setdefault(key[len("metadata."):], v)
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string leaf of a decoded JSON value, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def prompt_text(span: Span) -> str | None:
+    """What an LLM span was sent: its input messages, else its prompts, else ``input.value``."""
+    attrs = span.attributes
+    messages = _indexed(attrs, "llm.input_messages")
+    if messages:
+        return "\n".join(str(m.get("message.content") or "") for _, m in sorted(messages.items()))
+    prompts = attrs.get("llm.prompts")
+    if prompts:
+        return "\n".join(_strings(list(prompts) if isinstance(prompts, tuple) else prompts))
+    value = attrs.get("input.value")
+    if value is None:
+        return None
+    decoded = json_or_none(value)
+    return "\n".join(_strings(decoded)) if decoded is not None else str(value)
+
+
+def answer_text(span: Span) -> str | None:
+    """What an LLM span answered: the last output message, else ``output.value``."""
+    messages = _indexed(span.attributes, "llm.output_messages")
+    if messages:
+        return str(messages[max(messages)].get("message.content") or "")
+    value = span.attributes.get("output.value")
+    if value is None:
+        return None
+    return str(value)

@@ -1,0 +1,259 @@
+"""One request's spans, read as stages: retrieval, reranking, the answering LLM call, errors.
+
+Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within a request:
+
+* **retrieval**: RETRIEVER spans that list documents and wrap no other such span (a
+  LlamaIndex ``retrieve`` span wraps a ``_retrieve`` span that lists none). Several of them
+  (multi-query, hybrid) are all kept; when a RETRIEVER span wraps them and returns exactly
+  their union, its order is the merged order ("fused"), else they are merged in the order they
+  ran, first occurrence first. How is recorded in the trace's ``meta``.
+* **reranking**: RERANKER spans (``reranker.output_documents``), a RETRIEVER span that wraps
+  retrievers and returns fewer documents than they found (a compression retriever), and
+  LlamaIndex node postprocessors (``*._postprocess_nodes`` CHAIN spans). The last to finish
+  gives ``reranked``.
+* **generation**: every LLM span's input counts as prompt text (a refine-style synthesis
+  spreads the context over several calls); the LLM span that finishes last gives the answer
+  and the model.
+* **errors**: the first span to finish with status ERROR sets the trace's ``error``, at the
+  stage of its kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+from . import openinference as oi
+from .recover import normalise
+from .spans import Span
+
+__all__ = ["Request", "Candidate", "group_requests", "read_request", "STAGE_OF_KIND"]
+
+STAGE_OF_KIND = {"RETRIEVER": "retrieval", "EMBEDDING": "retrieval", "RERANKER": "reranking",
+                 "LLM": "generation", "PROMPT": "prompt_assembly"}
+_QUERY_KEYS = ("query", "question", "input", "user_input", "query_str")
+
+
+@dataclass
+class Candidate:
+    """A document seen in the request: its content and metadata (first non-empty kept)."""
+
+    content: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Request:
+    """What one request's spans say, before labels and prompt recovery turn it into a trace."""
+
+    trace_id: str
+    query: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    retrieved: list[tuple[str, float | None]] = field(default_factory=list)
+    reranked: list[tuple[str, float | None]] | None = None
+    prompt_texts: list[str] = field(default_factory=list)
+    answer: str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    timestamp: str | None = None
+    error: dict[str, str] | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+    stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
+
+    @property
+    def is_request(self) -> bool:
+        """False for a trace id with no retriever, reranker or LLM span (indexing, other work)."""
+        return self.stage_spans > 0
+
+    @property
+    def has_llm(self) -> bool:
+        return self.answer is not None or bool(self.prompt_texts)
+
+
+def group_requests(spans: Iterable[Span]) -> dict[str, list[Span]]:
+    """Spans by trace id, in the order each trace id was first seen."""
+    groups: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        groups[span.trace_id].append(span)
+    return groups
+
+
+def content_id(content: str) -> str:
+    """A stable id for a passage that came without one: a digest of its normalised text."""
+    return "h:" + hashlib.sha1(normalise(content).encode("utf-8")).hexdigest()[:12]
+
+
+def _doc_id(doc: oi.Document) -> str:
+    return doc.id if doc.id is not None else content_id(doc.content)
+
+
+def _iso(ns: int) -> str | None:
+    if ns <= 0:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _query_from(value: Any) -> str:
+    decoded = oi.json_or_none(value)
+    if decoded is None:
+        return "" if value is None else str(value)
+    stack = [decoded]
+    while stack:  # breadth-first: {"query_bundle": {"query_str": ...}} is found too
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            for key in _QUERY_KEYS:
+                if isinstance(item.get(key), str):
+                    return item[key]
+            stack.extend(v for v in item.values() if isinstance(v, dict))
+    return ""
+
+
+class _Tree:
+    def __init__(self, spans: list[Span]) -> None:
+        self.by_id = {s.span_id: s for s in spans}
+        self.children: dict[str, list[Span]] = defaultdict(list)
+        for s in spans:
+            if s.parent_id is not None:
+                self.children[s.parent_id].append(s)
+
+    def descendants(self, span: Span) -> Iterator[Span]:
+        stack = list(self.children.get(span.span_id, ()))
+        while stack:
+            s = stack.pop()
+            yield s
+            stack.extend(self.children.get(s.span_id, ()))
+
+    def ancestors(self, span: Span) -> Iterator[Span]:
+        seen = set()
+        while span.parent_id is not None and span.parent_id in self.by_id and span.parent_id not in seen:
+            seen.add(span.parent_id)
+            span = self.by_id[span.parent_id]
+            yield span
+
+
+def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float | None]]:
+    seen: dict[str, float | None] = {}
+    for ranked in lists:
+        for cid, score in ranked:
+            seen.setdefault(cid, score)
+    return list(seen.items())
+
+
+def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
+               docs: dict[str, list[oi.Document]]) -> list[tuple[Span, list[tuple[str, float | None]]]]:
+    """Fill ``req.retrieved``; returns the wrapping retriever spans that cut (a reranking stage)."""
+    listed = {s.span_id for s in retrievers if docs[s.span_id] is not None}
+    leaves = [s for s in retrievers
+              if not any(d.span_id in listed for d in tree.descendants(s))
+              and (s.span_id in listed or not any(a.span_id in listed for a in tree.ancestors(s)))]
+    leaves.sort(key=lambda s: (s.start_ns, s.end_ns))
+    ranked = {s.span_id: [(d.id, d.score) for d in docs[s.span_id] or ()] for s in retrievers}
+    lists = [ranked[s.span_id] for s in leaves]
+    union = _merge(lists)
+    cuts = []
+    wrappers = [s for s in retrievers if s.span_id in listed and s not in leaves]
+    fused_by = None
+    for w in sorted(wrappers, key=lambda s: s.end_ns):
+        if {c for c, _ in ranked[w.span_id]} == {c for c, _ in union} and fused_by is None:
+            fused_by = w
+        else:
+            cuts.append((w, ranked[w.span_id]))
+    names = [s.name for s in leaves]
+    if fused_by is not None and len(leaves) > 1:
+        req.retrieved = ranked[fused_by.span_id]
+        req.notes["retrieval"] = f"{len(leaves)} retriever spans {names}, fused by '{fused_by.name}' (its order)"
+    elif len(leaves) > 1:
+        req.retrieved = union
+        req.notes["retrieval"] = (f"{len(leaves)} retriever spans {names}, merged as their union in the order "
+                                  "they ran (first occurrence kept; scores are each retriever's own)")
+    else:
+        req.retrieved = union
+        if leaves:
+            req.notes["retrieval"] = f"one retriever span '{leaves[0].name}'"
+    return cuts
+
+
+def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
+    """Read one request's spans (see the module docstring for the rules)."""
+    req = Request(trace_id=trace_id)
+    tree = _Tree(spans)
+    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+    for s in ordered:  # the root's metadata first, then the rest
+        for k, v in oi.metadata(s).items():
+            req.metadata.setdefault(k, v)
+    retrievers = [s for s in ordered if s.kind == "RETRIEVER"]
+    req.stage_spans = sum(1 for s in ordered if s.kind in ("RETRIEVER", "RERANKER", "LLM"))
+    docs = {s.span_id: oi.documents(s) for s in retrievers}
+    rerank_spans = [s for s in ordered if s.kind == "RERANKER"]
+    for s in rerank_spans:
+        docs[s.span_id] = oi.documents(s, "reranker.output_documents")
+        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents")
+    for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
+        docs[key] = listing = None if listing is None else [d._replace(id=_doc_id(d)) for d in listing]
+        for d in listing or ():
+            cand = req.candidates.setdefault(d.id, Candidate())
+            if not cand.content and d.content:
+                cand.content = d.content
+            if not cand.metadata and d.metadata:
+                cand.metadata = d.metadata
+    stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, docs)
+    stages += [(s, [(d.id, d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
+    for s in ordered:
+        if s.kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
+            ids = oi.postprocessor_ids(s)
+            if ids is not None:
+                scores = dict(req.retrieved)
+                stages.append((s, [(i, scores.get(i)) for i in ids]))
+    if stages:
+        last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
+        req.reranked = ranked
+        kind = last.kind.lower() or "span"
+        req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
+    llms = [s for s in ordered if s.kind == "LLM"]
+    for s in llms:
+        text = oi.prompt_text(s)
+        if text:
+            req.prompt_texts.append(text)
+    answering = [s for s in llms if oi.answer_text(s) is not None]
+    if answering:
+        last = max(answering, key=lambda s: s.end_ns)
+        req.answer = oi.answer_text(last)
+        req.model = last.attributes.get("llm.model_name") or oi.metadata(last).get("ls_model_name")
+        req.notes["answer"] = f"'{last.name}', the last of {len(llms)} LLM span(s) to finish"
+    if isinstance(req.metadata.get(query_key), str):
+        req.query = req.metadata[query_key]
+    else:
+        roots = [s for s in ordered if s.parent_id is None or s.parent_id not in tree.by_id]
+        for s in roots + retrievers:
+            req.query = _query_from(s.attributes.get("input.value"))
+            if req.query:
+                break
+    version = req.metadata.get("prompt_version")
+    if version is None:
+        version = next((s.attributes["llm.prompt_template.version"] for s in ordered
+                        if "llm.prompt_template.version" in s.attributes), None)
+    req.prompt_version = None if version is None else str(version)
+    req.timestamp = _iso(min((s.start_ns for s in spans), default=0))
+    failed = [s for s in spans if s.error is not None]
+    if failed:
+        first = min(failed, key=lambda s: s.end_ns)
+        stage = STAGE_OF_KIND.get(first.kind, first.kind.lower() or "unknown")
+        detail = (first.error or "").strip().splitlines()[:1]  # LangChain puts a whole traceback here
+        req.error = {"stage": stage, "message": ": ".join([first.name, *detail])}
+    return req
+
+
+def requests_from_spans(spans: Iterable[Span], query_key: str = "query") -> Iterator[Request]:
+    """One :class:`Request` per trace id."""
+    for trace_id, group in group_requests(spans).items():
+        yield read_request(trace_id, group, query_key)
+
+
+def candidate_contents(req: Request) -> Mapping[str, str]:
+    """``id -> content`` of every candidate with content (what prompt recovery searches for)."""
+    return {cid: c.content for cid, c in req.candidates.items() if c.content}
