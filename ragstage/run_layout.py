@@ -30,8 +30,8 @@ import orjson
 
 from .trace import Trace, TraceError, write_traces
 
-__all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "settings_folder", "is_run_file", "copy_runs",
-           "atomic_write_bytes"]
+__all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "settings_folder", "oracle_folder", "is_run_file",
+           "copy_runs", "atomic_write_bytes"]
 
 _TRACES, _PROMPTS, _RECEIPT = "traces", "prompts", "receipt"
 
@@ -159,6 +159,12 @@ def settings_folder(root: str | Path, name: str, settings: Mapping[str, Any], de
         raise ValueError(f"settings and defaults name different settings: {sorted(unknown)}")
     changed = [f"{key}-{_as_name(value)}" for key, value in settings.items() if value != defaults[key]]
     return folder_for(root, "-".join([name, *changed]).lower())
+
+
+def oracle_folder(run_folder: str | Path, oracle: str) -> Path:
+    """Where an oracle built from the run in ``run_folder`` goes by default: a folder beside it."""
+    run_folder = Path(run_folder)
+    return folder_for(run_folder.parent, f"{run_folder.name} {oracle}")
 
 
 def _as_name(value: Any) -> str:

@@ -30,12 +30,14 @@ class RunSet:
 
     ``traces`` maps a label (the pipeline name, plus ``/<prompt version>`` for a
     generation-only re-run) to its traces, each relabelled so that ``trace.pipeline`` is that
-    label: the report functions can then group by pipeline across prompt versions.
+    label: the report functions can then group by pipeline across prompt versions. ``files``
+    says where each run with a receipt lives (a re-run or an oracle starts from there).
     """
 
     root: Path
     traces: dict[str, list[Trace]] = field(default_factory=dict)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, RunFiles] = field(default_factory=dict)
 
     @property
     def labels(self) -> list[str]:
@@ -73,6 +75,7 @@ def load_run(root: str | Path) -> RunSet:
         if label in found.traces:
             raise TraceError(f"a second run labelled {label!r}", path=str(files.receipt))
         found.receipts[label] = receipt
+        found.files[label] = files
         found.traces[label] = [t.replace(pipeline=label) for t in read_traces(files.traces)]
         with_receipt.add(files.traces.resolve())
     # Trace files logged elsewhere, with no receipt: group by their own pipeline field.

@@ -6,13 +6,12 @@ import argparse
 import json
 
 import pytest
-from pipeline_helpers import MINI, CountingGenerator, mini_data, tiny_models
+from pipeline_helpers import MINI, CountingGenerator, mini_data, tiny_hf_generator, tiny_models
 
 from ragstage.attribution import diagnose
 from ragstage.pipeline import (
     BM25Retriever,
     CrossEncoderReranker,
-    HFGenerator,
     NoReranker,
     Pipeline,
     RankFusionReranker,
@@ -26,7 +25,7 @@ DATA = mini_data()
 
 @pytest.fixture(scope="module")
 def generator():
-    return HFGenerator(str(tiny_models().generator), device="cpu", batch_size=4)
+    return tiny_hf_generator()
 
 
 def _pipeline(generator, cache, reranker=None, **kw):
@@ -124,7 +123,7 @@ def test_generate_on_saved_prompts_uses_exactly_the_saved_passages(tmp_path, gen
     saved = {json.loads(line)["query_id"]: json.loads(line)
              for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()}
     counting = CountingGenerator(generator)
-    result = generate_on_saved_prompts(tmp_path / "run", "revised", counting)
+    result = generate_on_saved_prompts(tmp_path / "run", "revised", counting, cache_dir=cache)
     assert result.traces.name == "traces-revised.jsonl" and result.generated == len(DATA.queries)
     assert all("most relevant" in text for text in counting.seen)
     assert sorted(counting.seen) == sorted(
@@ -138,7 +137,7 @@ def test_generate_on_saved_prompts_uses_exactly_the_saved_passages(tmp_path, gen
                                                        before[t.query_id].prompt)
     assert json.loads((tmp_path / "run" / "receipt-revised.json").read_text())["generation_only"] is True
     # without a generator argument, the one named in the receipt is rebuilt; all cached now
-    again = generate_on_saved_prompts(tmp_path / "run", "revised")
+    again = generate_on_saved_prompts(tmp_path / "run", "revised", cache_dir=cache)
     assert again.generated == 0
 
 

@@ -5,7 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragstage import Trace
-from ragstage.run_summary import prompt_fill
+from ragstage.attribution import BUCKETS
+from ragstage.report import funnel_from_counts
+from ragstage.run_summary import Points, prompt_ceiling, prompt_fill
 
 
 def _trace(qid, ranked, kept, pipeline="p", **extra):
@@ -35,3 +37,43 @@ def test_mean_in_prompt_is_share_times_mean_offered(sizes, top):
     assert row.mean_in_prompt == pytest.approx(row.share * row.mean_offered)
     assert row.mean_offered == pytest.approx(sum(min(n, top) for n, _ in sizes) / len(sizes))
     assert row.budget_stopped == sum(min(k, n, top) < min(n, top) for n, k in sizes)
+
+
+def test_the_published_ceiling_is_207_claims():
+    from ragstage.published import load_published
+
+    ceiling = prompt_ceiling(load_published().buckets).set_index("group")
+    for name, right in (("minilm+ce", 107), ("minilm+ce/revised-prompt", 151)):
+        row = ceiling.loc[name]
+        assert (row.questions, row.lost_upstream, row.reached_prompt) == (300, 93, 207)
+        assert (row.right, row.unknown) == (right, 0)
+
+
+buckets = st.dictionaries(st.sampled_from(BUCKETS), st.integers(0, 40), min_size=1)
+
+
+@given(buckets)
+def test_ceiling_agrees_with_the_funnel(counts):
+    row = prompt_ceiling({"g": counts}).iloc[0]
+    stages = funnel_from_counts({"g": counts}).set_index("stage")
+    judged_reached = stages.loc["generation"].entered if "generation" in stages.index else 0
+    assert row.reached_prompt - counts.get("unjudged", 0) == judged_reached
+    if "generation" in stages.index:
+        assert row.right == stages.loc["generation"].survived
+    upstream = stages.drop(index="generation", errors="ignore")
+    assert row.lost_upstream == (upstream.entered - upstream.survived).sum()
+    assert row.questions == row.lost_upstream + row.reached_prompt + counts.get("not_logged", 0)
+
+
+@pytest.mark.parametrize("system, oracle, sufficiency, reading", [
+    ((70, 100), (95, 100), (72, 100), "generation is capable but starved"),            # seed 003's first case
+    ((70, 100), (74, 100), (93, 100), "generation fails with the evidence in front of it"),  # and its second
+    ((5, 10), (7, 10), (7, 10), "the two halves lose about as much"),
+])
+def test_points_read_as_seed_003_does(system, oracle, sufficiency, reading):
+    points = Points(system, oracle, sufficiency)
+    assert points.reading().startswith(reading)
+    table = points.table()
+    assert list(table.k) == [system[0], oracle[0], sufficiency[0]]
+    assert all(low <= rate <= high for rate, low, high in zip(table.rate, table.low, table.high))
+    assert points.upstream_gap == pytest.approx(oracle[0] / oracle[1] - system[0] / system[1])

@@ -20,6 +20,7 @@ from .components import (
                          STANDIN,
                          Components,
                          choose_components,
+                         generator_from_receipt,
                          make_embedder,
                          make_generator,
                          make_reranker,
@@ -39,6 +40,7 @@ from .generation import (
 )
 from .models import ModelRef
 from .offline import StandInError, minilm_standin, qwen_coder_standin
+from .oracle import GOLD_CONTEXT, data_for_receipt, gold_context_oracle
 from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, NoReranker, RankFusionReranker, RerankerUnavailable
 from .rerun import generate_on_saved_prompts
 from .retrieval import BM25Retriever, DenseRetriever, tokenize
@@ -47,7 +49,7 @@ from .run import Pipeline, RunResult
 __all__ = [
     "AssembledPrompt", "assemble_prompt", "format_passage",
     "RERANKERS", "RETRIEVERS", "STANDIN", "Components", "choose_components", "make_embedder", "make_generator",
-    "make_reranker", "make_retriever",
+    "make_reranker", "make_retriever", "generator_from_receipt",
     "BeirData", "Corpus", "DataError", "Qrels", "hash_corpus", "load_beir",
     "SCIFACT_MD5", "SCIFACT_URL", "DownloadError", "default_cache_dir", "fetch_beir_archive", "scifact",
     "DEFAULT_EMBEDDER", "Embedder",
@@ -55,6 +57,7 @@ __all__ = [
     "render_messages",
     "ModelRef",
     "StandInError", "minilm_standin", "qwen_coder_standin",
+    "GOLD_CONTEXT", "data_for_receipt", "gold_context_oracle",
     "DEFAULT_CROSS_ENCODER", "CrossEncoderReranker", "RankFusionReranker", "NoReranker", "RerankerUnavailable",
     "BM25Retriever", "DenseRetriever", "tokenize",
     "Pipeline", "RunResult", "generate_on_saved_prompts",

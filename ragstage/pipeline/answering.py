@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ..trace import Trace
-from .generation import Generator, parse_answer, render_messages
+from .generation import Generator, PromptTemplate, parse_answer, template_for
 from .receipt import now
 from .store import JsonlStore, config_key
 
@@ -38,10 +38,16 @@ def progress(desc: str, total: int, items: Iterable[T] | None = None) -> Any:
     return tqdm(items, desc=desc, total=total, file=sys.stderr)
 
 
-def chat_texts(generator: Generator, version: str, prompts: Mapping[str, tuple[str, str]]) -> dict[str, str]:
-    """``{qid: (claim, passages)}`` → ``{qid: the exact text the model reads}`` in template ``version``."""
-    return {qid: generator.chat_text(render_messages(version, claim, context))
-            for qid, (claim, context) in prompts.items()}
+def chat_texts(generator: Generator, template: str | PromptTemplate,
+               prompts: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """``{qid: (claim, passages)}`` → ``{qid: the exact text the model reads}``.
+
+    ``template`` is a prompt version of :data:`~ragstage.pipeline.generation.TEMPLATES`, or a
+    template of its own (the sufficiency judge asks another question of the same passages).
+    """
+    if isinstance(template, str):
+        template = template_for(template)
+    return {qid: generator.chat_text(template.messages(claim, context)) for qid, (claim, context) in prompts.items()}
 
 
 def generate_cached(generator: Generator, texts: Mapping[str, str], cache_dir: Path) -> tuple[dict[str, str], int]:

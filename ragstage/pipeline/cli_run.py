@@ -29,8 +29,9 @@ from .data import BeirData, load_beir
 from .download import default_cache_dir, scifact
 from .embedding import DEFAULT_EMBEDDER
 from .generation import DEFAULT_GENERATOR, TEMPLATES
+from .oracle import gold_context_oracle
 from .rerank import DEFAULT_CROSS_ENCODER
-from .run import Pipeline
+from .run import Pipeline, RunResult
 
 __all__ = ["add_run_arguments", "run_from_args"]
 
@@ -61,6 +62,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="root of the data, model and stage caches (default: $RAGSTAGE_CACHE or ~/.cache/ragstage)")
     parser.add_argument("--out", type=Path, required=True, help="run folder for traces.jsonl and receipt.json")
+    parser.add_argument("--oracle", choices=("gold-context",), default=None,
+                        help="also run the gold-context oracle on this run (written to a folder beside --out)")
     return parser
 
 
@@ -84,11 +87,17 @@ def run_from_args(args: argparse.Namespace) -> int:
                         budget=args.budget, top_k=args.top_k, rerank_n=args.rerank_n, prompt_top=args.prompt_top,
                         prompt_version=args.prompt_version, name=args.name, cache_dir=cache / "stages")
     result = pipeline.run(data.queries, data.qrels, args.out, data_info={"source": data.source, **data.meta})
+    _report(result)
+    if args.oracle == "gold-context":
+        _report(gold_context_oracle(args.out, generator, data=data, cache_dir=cache / "stages"))
+    return 0
+
+
+def _report(result: RunResult) -> None:
     counts = result.receipt["counts"]
-    print(f"{pipeline.name}: {counts['traces']} traces -> {result.traces} "
+    print(f"{result.receipt['pipeline']}: {counts['traces']} traces -> {result.traces} "
           f"({counts['generated']} generated, {counts['generation_cache_hits']} from cache, "
           f"{counts['errors']} service errors, {result.receipt['wall_seconds']:.1f} s)")
     for label in result.receipt["stand_ins"]:
         print(f"  uses {label}")
     sys.stdout.flush()
-    return 0

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 from .data import Corpus
 from .embedding import DEFAULT_EMBEDDER, Embedder
 from .generation import DEFAULT_GENERATOR, HFGenerator
-from .models import ModelSpec
+from .models import ModelRef, ModelSpec
 from .offline import minilm_standin, qwen_coder_standin
 from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, NoReranker, RankFusionReranker, Reranker
 from .retrieval import BM25Retriever, DenseRetriever, Retriever
 
 __all__ = ["STANDIN", "RETRIEVERS", "RERANKERS", "OFFLINE_RERANKER", "Components", "choose_components",
-           "make_embedder", "make_generator", "make_retriever", "make_reranker"]
+           "make_embedder", "make_generator", "make_retriever", "make_reranker", "generator_from_receipt"]
 
 #: The model name that selects the offline stand-in (``--embedder standin``, ``--generator standin``).
 STANDIN = "standin"
@@ -81,6 +82,26 @@ class Components:
         """One line per component, naming stand-ins as such (for a chapter to print)."""
         return [f"embedder:  {self.embedder.ref.name}", f"reranker:  {self.reranker.describe()['kind']}",
                 f"generator: {self.generator.name}"]
+
+
+def generator_from_receipt(receipt: Mapping[str, Any], *, device: str = "auto",
+                           cache_dir: str | Path | None = None) -> HFGenerator:
+    """The generator a run's receipt names, rebuilt here, so a re-run or an oracle uses the same model.
+
+    A stand-in is rebuilt from its package (the receipt's file path belongs to the machine that
+    made the run), and must carry the same label; any other model is loaded from the source the
+    receipt recorded (a hub id, or a local path that must exist here). Decoding settings come
+    from the receipt too.
+    """
+    described = receipt["generator"]
+    model = described["model"]
+    ref = qwen_coder_standin(cache_dir) if model["stand_in"] else ModelRef(model["source"], model["gguf_file"],
+                                                                         model["revision"])
+    if ref.name != model["name"]:
+        raise ValueError(f"the run was made with the stand-in {model['name']!r}; "
+                         f"this package's stand-in is {ref.name!r}: pass the generator explicitly")
+    return HFGenerator(ref, device=device, max_new_tokens=described["decoding"]["max_new_tokens"],
+                       dtype=described["dtype"])
 
 
 def choose_components(offline: bool, *, device: str = "auto", cache_dir: str | Path | None = None) -> Components:

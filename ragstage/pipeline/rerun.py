@@ -16,12 +16,13 @@ from typing import Any, Callable, Mapping
 from ..run_layout import RunFiles
 from ..trace import Trace, read_traces
 from .answering import ANSWER_FIELDS, answered_trace, chat_texts, generate_cached
-from .generation import Generator, HFGenerator, render_messages
-from .models import ModelRef
+from .components import generator_from_receipt
+from .download import default_cache_dir
+from .generation import Generator, template_for
 from .receipt import Clock, counts, stand_ins
 from .run import RunResult
 
-__all__ = ["SavedRun", "answer_again", "generate_on_saved_prompts", "generator_from_receipt"]
+__all__ = ["SavedRun", "answer_again", "generate_on_saved_prompts"]
 
 
 @dataclass(frozen=True)
@@ -38,18 +39,14 @@ class SavedRun:
         files = RunFiles(Path(folder))
         return cls(files, files.read_receipt(), files.read_prompts(), list(read_traces(files.traces)))
 
-    def cache_dir(self, override: str | Path | None = None) -> Path:
-        """Where the run kept its generation cache, unless ``override`` says otherwise."""
-        return Path(override) if override is not None else Path(self.receipt["cache_dir"])
-
-
-def generator_from_receipt(receipt: Mapping[str, Any]) -> HFGenerator:
-    """The generator a receipt names (its local path must still exist on this machine)."""
-    described = receipt["generator"]
-    model = described["model"]
-    ref = ModelRef(model["source"], model["gguf_file"], model["revision"], model["stand_in_for"],
-                   receipt.get("generator_name") if model["stand_in"] else None)
-    return HFGenerator(ref, max_new_tokens=described["decoding"]["max_new_tokens"], dtype=described["dtype"])
+    @staticmethod
+    def cache_dir(override: str | Path | None = None) -> Path:
+        """The stage cache a re-run uses: ``override``, else this machine's default (where
+        :class:`~ragstage.pipeline.Pipeline` puts it). Not the path in the receipt: a run copied from
+        another machine names a folder that may not exist here. Generations are cached by model and
+        exact text, so any cache serves; the default one is where this machine's run left them.
+        """
+        return Path(override) if override is not None else default_cache_dir() / "stages"
 
 
 def answer_again(saved: SavedRun, texts: Mapping[str, str], generator: Generator, version: str, cache_dir: Path,
@@ -77,10 +74,11 @@ def generate_on_saved_prompts(run_folder: str | Path, prompt_version: str, gener
 
     Retrieval, reranking and the assembled passages are taken from the run folder as they
     are, so any change in the answers is the template's doing. The generator defaults to the
-    one named in the run's receipt; the traces go to ``traces-<prompt_version>.jsonl`` and a
-    receipt to ``receipt-<prompt_version>.json`` in the same folder.
+    one named in the run's receipt (:func:`~ragstage.pipeline.components.generator_from_receipt`);
+    the traces go to ``traces-<prompt_version>.jsonl`` and a receipt to
+    ``receipt-<prompt_version>.json`` in the same folder.
     """
-    render_messages(prompt_version, "", "")  # an unknown version fails before anything is read
+    template_for(prompt_version)  # an unknown version fails before anything is read
     clock = Clock()
     saved = SavedRun.open(run_folder)
     generator = generator or generator_from_receipt(saved.receipt)

@@ -28,7 +28,7 @@ from .answering import answered_trace, chat_texts, chunks, generate_cached, prog
 from .assembly import AssembledPrompt, assemble_prompt
 from .data import Qrels, hash_corpus
 from .download import default_cache_dir
-from .generation import Generator, render_messages
+from .generation import Generator, template_for
 from .receipt import Clock, counts, now, stand_ins, versions
 from .rerank import Reranker, RerankerUnavailable
 from .retrieval import Hits, Retriever
@@ -91,7 +91,7 @@ class Pipeline:
     def __init__(self, retriever: Retriever, reranker: Reranker, generator: Generator, *, budget: int = 1024,
                  top_k: int = 100, rerank_n: int = 10, prompt_top: int = 5, prompt_version: str = "original",
                  name: str | None = None, cache_dir: str | Path | None = None) -> None:
-        render_messages(prompt_version, "", "")  # fail now on an unknown version, not after retrieval
+        template_for(prompt_version)  # fail now on an unknown version, not after retrieval
         self.retriever, self.reranker, self.generator = retriever, reranker, generator
         self.budget, self.top_k, self.rerank_n, self.prompt_top = budget, top_k, rerank_n, prompt_top
         self.prompt_version = prompt_version
