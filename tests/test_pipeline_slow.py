@@ -53,17 +53,20 @@ def _where_lost(gold, retrieved, reranked, prompt) -> str:
 def test_every_designed_trap_holds_in_all_four_pipelines(models, tmp_path):
     data = mini_data()
     found: dict[str, dict[str, str]] = {}
+    prompts: dict[str, dict[str, tuple[str, ...]]] = {}
     for kind in ("bm25", "dense"):
         retriever = make_retriever(kind, data.corpus, models.embedder)
         for reranker in (NoReranker(), models.reranker):
             pipeline = Pipeline(retriever, reranker, models.generator, cache_dir=tmp_path)
             stages = pipeline.stages(data.queries)
+            prompts[pipeline.name] = {qid: prompt.ids for qid, prompt in stages.prompts.items()}
             for qid in data.queries:
                 found.setdefault(qid, {})[pipeline.name] = _where_lost(
                     data.qrels[qid], [d for d, _ in stages.retrieved[qid]], [d for d, _ in stages.reranked[qid]],
                     stages.prompts[qid].ids)
     for qid, expected in found.items():
         assert expected == DESIGN.get(qid, dict.fromkeys(expected, "prompt")), qid
+    assert prompts["minilm+rrf"]["9"] == ("1081",)  # fusion puts it first; the long 1082 after it does not fit
 
 
 def test_one_trace_per_claim_with_nested_stage_outputs(run):
