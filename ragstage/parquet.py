@@ -21,6 +21,7 @@ import os
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -29,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .streaming import Tally, find_duplicate, repeated_digests, tally_records
-from .trace import FIELDS, Trace, TraceError, _ranked_entries, check_record
+from .trace import _NULLABLE, FIELDS, Trace, TraceError, _ranked_entries, check_record
 
 __all__ = ["SCHEMA", "RowError", "parquet_files", "read_parquet_records", "read_parquet", "write_parquet",
            "count_parquet"]
@@ -51,6 +52,7 @@ _RANKED = {f"{stage}_{part}": stage for stage in ("retrieved", "reranked") for p
 # Columns no rule reads: skipped when their type and null counts already prove every value valid.
 _UNREAD = {"query": False, "model": True, "prompt_version": True, "timestamp": True}  # name -> nullable
 _ROWS_PER_GROUP = 131_072
+_BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
 
 
 class RowError(TraceError):
@@ -93,30 +95,44 @@ def _columns(pf: pq.ParquetFile, path: Path, by: str | None, every: bool) -> lis
     for name in names:
         nullable = _UNREAD.get(name)
         if not every and nullable is not None and name != by and pa.types.is_string(schema.field(name).type) and (
-                nullable or _no_nulls(pf, names.index(name))):
+                nullable or _no_nulls(pf, name)):
             continue
         keep.append(name)
     return keep
 
 
-def _no_nulls(pf: pq.ParquetFile, index: int) -> bool:
+def _no_nulls(pf: pq.ParquetFile, name: str) -> bool:
+    """Whether the file's statistics prove a top-level (not nested) column free of nulls."""
     meta = pf.metadata
+    leaf = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == name), None)
+    if leaf is None:
+        return False
     for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
+        stats = meta.row_group(g).column(leaf).statistics
         if stats is None or not stats.has_null_count or stats.null_count:
             return False
     return True
 
 
-def _records(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+def _drop_null_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Leave out a column that is null on every row of the batch where null is allowed: that is
+    the field's default, the same as a JSON line without it, and costs nothing to convert."""
+    names = batch.schema.names
+    drop = [i for i, name in enumerate(names) if (name in _NULLABLE or name in _RANKED) and name != "query_id"
+            and batch.column(i).null_count == batch.num_rows]
+    for i in reversed(drop):
+        batch = batch.remove_column(i)
+    return batch
+
+
+def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """The raw trace objects of a batch, as a JSON line would decode them (but for ranked scores)."""
     names = batch.schema.names
     values = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
     if "meta" in values:
         values["meta"] = [None if m is None else _meta(m) for m in values["meta"]]
     keys = list(values)
-    for row in zip(*values.values()):
-        yield dict(zip(keys, row))
+    return [dict(zip(keys, row)) for row in zip(*values.values())]
 
 
 class _BadMeta(str):
@@ -128,6 +144,9 @@ def _meta(text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return _BadMeta(text)
+
+
+_FOLDED = {*_RANKED, "meta"}  # columns that need _check's work before check_record
 
 
 def _check(raw: dict[str, Any]) -> dict[str, Any]:
@@ -142,39 +161,49 @@ def _check(raw: dict[str, Any]) -> dict[str, Any]:
     return check_record(raw)
 
 
-def read_parquet_records(path: str | Path, by: str | None = None,
-                         row_groups: Iterable[tuple[Path, int]] | None = None, *, every: bool = True
-                         ) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """``(file, row, normalised record)`` for every row, streamed one row group at a time.
+def _groups(path: str | Path) -> list[tuple[Path, int]]:
+    return [(f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
 
-    ``every=False`` reads only the columns attribution needs (plus ``by``): the text columns
-    no rule reads are skipped when the file's schema and statistics prove them valid (then
-    those fields keep their defaults). ``row_groups`` restricts the read to some ``(file, row
-    group)`` pairs (a worker's share). No duplicate check here: see :func:`count_parquet`
-    and :func:`read_parquet`.
-    """
-    groups = list(row_groups) if row_groups is not None else [
-        (f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
+
+def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool
+                   ) -> Iterator[tuple[str, int, Iterator[dict[str, Any]]]]:
+    """For each row group: its file, the row before its first, and its normalised records."""
     current: tuple[Path, pq.ParquetFile, list[str], list[int]] | None = None
     for file, g in groups:
         if current is None or current[0] != file:
             pf = _open(file)
             sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
-            starts = [sum(sizes[:i]) for i in range(len(sizes))]
-            current = (file, pf, _columns(pf, file, by, every), starts)
+            current = (file, pf, _columns(pf, file, by, every), [sum(sizes[:i]) for i in range(len(sizes))])
         _, pf, columns, starts = current
-        try:
-            table = pf.read_row_group(g, columns=columns)
-        except (OSError, pa.ArrowException) as exc:
-            raise RowError(f"unreadable row group {g} ({exc})", path=str(file), row=starts[g] + 1) from None
-        row = starts[g]
-        for batch in table.to_batches():
+        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g])
+
+
+def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int) -> Iterator[dict[str, Any]]:
+    try:
+        for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
+            batch = _drop_null_columns(batch)
+            check = _check if _FOLDED.intersection(batch.schema.names) else check_record
             for raw in _records(batch):
                 row += 1
                 try:
-                    yield str(file), row, _check(raw)
+                    yield check(raw)
                 except TraceError as exc:
-                    raise RowError(exc.detail, path=str(file), row=row, field=exc.field) from None
+                    raise RowError(exc.detail, path=file, row=row, field=exc.field) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise RowError(f"unreadable row group {group} ({exc})", path=file, row=row + 1) from None
+
+
+def read_parquet_records(path: str | Path, *, every: bool = True) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """``(file, row, normalised record)`` for every row, streamed one row group at a time.
+
+    ``every=False`` reads only the columns attribution needs: the text columns no rule reads
+    are skipped when the file's schema and statistics prove them valid (then those fields
+    keep their defaults). No duplicate check here: see :func:`count_parquet` and
+    :func:`read_parquet`.
+    """
+    for file, start, records in _group_records(_groups(path), None, every):
+        for row, rec in enumerate(records, start=start + 1):
+            yield file, row, rec
 
 
 def _key_columns(files: list[Path]) -> Iterator[tuple[str, int, str, str]]:
@@ -253,7 +282,7 @@ def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) 
     out = _Share()
     digests = array("q")
     try:
-        records = (rec for _, _, rec in read_parquet_records("", by, groups, every=False))
+        records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False))
         out.tally = Tally.from_counts(tally_records(records, by, require, digests))
     except RowError as exc:
         out.error = (exc.detail, str(exc.path), exc.line, exc.field)
@@ -269,7 +298,7 @@ def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = 
     suspect digest is confirmed on the keys with a second read of two columns.
     """
     files = parquet_files(path)
-    groups = [(f, g) for f in files for g in range(_open(f).num_row_groups)]
+    groups = _groups(path)
     parts = max(1, min(workers or os.cpu_count() or 1, len(groups)))
     shares_in = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
     if parts == 1:
