@@ -1,0 +1,160 @@
+"""Stage attribution on Spark DataFrames, with the package's own rules.
+
+A team whose traces already sit in a table should not export them to a laptop. The columns
+are those of :data:`ragstage.parquet.SCHEMA` (any subset, with ``query_id``). Each Arrow batch
+goes through the same :func:`~ragstage.trace.check_record` and
+:func:`~ragstage.attribution.diagnose_record` as a JSON line, inside the executors
+(``mapInArrow``); Spark counts the buckets and does the pairing join; the Wilson intervals
+and the exact McNemar test are computed on the driver from those counts by the same
+functions the local tables use (:func:`~ragstage.report.table_from_counts`,
+:func:`~ragstage.report.comparison_from_moves`). So the tables equal the local ones exactly.
+
+pyspark is an optional extra (``pip install 'ragstage[spark]'``); only this module imports it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Iterator
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .attribution import diagnose_record
+from .parquet import _RANKED, _check, _drop_null_columns, _records
+from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
+from .streaming import Tally, group_of
+from .trace import FIELDS, TraceError, check_record
+
+__all__ = ["tally", "attribution_table", "flag_table", "compare"]
+
+_DIAGNOSED = "key string, pipeline string, grp string, stage string, flags string, error string"
+
+
+def _checked_columns(df: DataFrame) -> list[str]:
+    if "query_id" not in df.columns:
+        raise TraceError("missing (every trace needs a query_id)", field="query_id")
+    for name in df.columns:
+        if name not in FIELDS and name not in _RANKED:
+            raise TraceError(f"unknown field (known: {', '.join(FIELDS)})", field=name)
+    return list(df.columns)
+
+
+def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each executor runs on its Arrow batches: one output row per trace.
+
+    A bad row ends the partition with one row holding the error (its position in the
+    partition, its query_id, the field and the message), which the driver raises.
+    """
+    if require not in ("any", "all"):
+        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        row = 0
+        for batch in batches:
+            batch = _drop_null_columns(batch)
+            check = _check if {*_RANKED, "meta"}.intersection(batch.schema.names) else check_record
+            out: dict[str, list[Any]] = {name: [] for name in ("key", "pipeline", "grp", "stage", "flags", "error")}
+            for raw in _records(batch):
+                row += 1
+                try:
+                    rec = check(raw)
+                except TraceError as exc:
+                    where = f"partition row {row} (query_id {raw.get('query_id')!r})"
+                    yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [
+                        f"{where}, field '{exc.field}': {exc.detail}" if exc.field else f"{where}: {exc.detail}"]})
+                    return
+                d = diagnose_record(rec, require)
+                out["key"].append(rec["query_id"])
+                out["pipeline"].append(rec["pipeline"])
+                out["grp"].append(group_of(rec, by))
+                out["stage"].append(d.stage.value)
+                out["flags"].append(",".join(d.flags))
+                out["error"].append(None)
+            yield pa.RecordBatch.from_pydict(out, schema=_OUT_SCHEMA)
+
+    return run
+
+
+_OUT_SCHEMA = pa.schema([(name, pa.string()) for name in ("key", "pipeline", "grp", "stage", "flags", "error")])
+
+
+def _diagnosed(df: DataFrame, by: str | None, require: str) -> DataFrame:
+    """One row per trace: key (query_id as text), pipeline, group, stage, flags; errors raised here."""
+    diagnosed = df.select(*_checked_columns(df)).mapInArrow(_diagnoser(by, require), _DIAGNOSED).cache()
+    bad = diagnosed.where(F.col("error").isNotNull()).select("error").limit(1).collect()
+    if bad:
+        diagnosed.unpersist()
+        raise TraceError(bad[0]["error"])
+    return diagnosed
+
+
+def tally(df: DataFrame, by: str | None = "pipeline", require: str = "any") -> Tally:
+    """Bucket and flag counts per group, counted by Spark; duplicate (query_id, pipeline) is an error."""
+    diagnosed = _diagnosed(df, by, require)
+    try:
+        dup = diagnosed.groupBy("key", "pipeline").count().where("count > 1").limit(1).collect()
+        if dup:
+            raise TraceError(f"duplicate query_id {dup[0]['key']!r} for pipeline {dup[0]['pipeline']!r} "
+                             f"({dup[0]['count']} rows)", field="query_id")
+        out = Tally()
+        for r in diagnosed.groupBy("grp", "stage", "flags").count().collect():
+            out.buckets.setdefault(r["grp"], Counter())[r["stage"]] += r["count"]
+            flags = out.flags.setdefault(r["grp"], Counter())
+            for flag in filter(None, r["flags"].split(",")):
+                flags[flag] += r["count"]
+        return out
+    finally:
+        diagnosed.unpersist()
+
+
+def attribution_table(df: DataFrame, by: str | None = "pipeline", require: str = "any", *,
+                      empty: bool = False) -> pd.DataFrame:
+    """:func:`ragstage.report.attribution_table` of a Spark DataFrame of traces: the same table."""
+    return table_from_counts(tally(df, by, require).buckets, empty=empty)
+
+
+def flag_table(df: DataFrame, by: str | None = "pipeline") -> pd.DataFrame:
+    """:func:`ragstage.report.flag_table` of a Spark DataFrame of traces: the same table."""
+    counts = tally(df, by)
+    return flag_table_from_counts(counts.flags, counts.totals())
+
+
+def _stages(df: DataFrame, require: str, side: str) -> DataFrame:
+    diagnosed = _diagnosed(df, None, require)
+    twice = diagnosed.groupBy("key").count().where("count > 1").limit(1).collect()
+    if twice:
+        diagnosed.unpersist()
+        raise ValueError(f"{side}: query_id {twice[0]['key']!r} appears twice; "
+                         "compare one pipeline's run against another's")
+    return diagnosed
+
+
+def compare(before: DataFrame, after: DataFrame, *, intersect: bool = False, require: str = "any") -> Comparison:
+    """:func:`ragstage.report.compare` of two Spark DataFrames: paired by a join on ``query_id``.
+
+    Spark counts the (before, after) bucket pairs; the driver turns them into the same
+    :class:`~ragstage.report.Comparison` (fixed, broken, exact McNemar p, migration).
+    """
+    a = _stages(before, require, "before")
+    try:
+        b = _stages(after, require, "after")
+    except ValueError:
+        a.unpersist()
+        raise
+    try:
+        joined = a.select("key", F.col("stage").alias("src")).join(
+            b.select("key", F.col("stage").alias("dst")), on="key", how="full_outer")
+        pairs = joined.groupBy("src", "dst").count().collect()
+        moves = {(r["src"], r["dst"]): r["count"] for r in pairs if r["src"] is not None and r["dst"] is not None}
+        only_before: list[str] = []
+        only_after: list[str] = []
+        if len(moves) < len(pairs):
+            only_before = [r["key"] for r in joined.where(F.col("dst").isNull()).select("key").collect()]
+            only_after = [r["key"] for r in joined.where(F.col("src").isNull()).select("key").collect()]
+        return comparison_from_moves(moves, only_before, only_after, intersect=intersect)
+    finally:
+        a.unpersist()
+        b.unpersist()
