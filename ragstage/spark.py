@@ -30,7 +30,9 @@ from .trace import FIELDS, TraceError, check_record
 
 __all__ = ["tally", "attribution_table", "flag_table", "compare"]
 
-_DIAGNOSED = "key string, pipeline string, grp string, stage string, flags string, error string"
+_OUT_NAMES = ("key", "grp", "stage", "flags", "error")
+_OUT_SCHEMA = pa.schema([*((name, pa.string()) for name in _OUT_NAMES), ("pos", pa.int64())])
+_DIAGNOSED = ", ".join(f"{name} string" for name in _OUT_NAMES) + ", pos long"
 
 
 def _checked_columns(df: DataFrame) -> list[str]:
@@ -54,60 +56,76 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         row = 0
         for batch in batches:
-            batch = _drop_null_columns(batch)
+            positions = batch.column("_pos").to_pylist()
+            batch = _drop_null_columns(batch.drop_columns(["_pos"]))
             check = _check if {*_RANKED, "meta"}.intersection(batch.schema.names) else check_record
-            out: dict[str, list[Any]] = {name: [] for name in ("key", "pipeline", "grp", "stage", "flags", "error")}
-            for raw in _records(batch):
+            out: dict[str, list[Any]] = {name: [] for name in _OUT_SCHEMA.names}
+            for raw, pos in zip(_records(batch), positions):
                 row += 1
                 try:
                     rec = check(raw)
                 except TraceError as exc:
                     where = f"partition row {row} (query_id {raw.get('query_id')!r})"
-                    yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [
-                        f"{where}, field '{exc.field}': {exc.detail}" if exc.field else f"{where}: {exc.detail}"]})
+                    message = f"{where}, field '{exc.field}': {exc.detail}" if exc.field else f"{where}: {exc.detail}"
+                    yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [message], "pos": [pos]},
+                                                     schema=_OUT_SCHEMA)
                     return
                 d = diagnose_record(rec, require)
                 out["key"].append(rec["query_id"])
-                out["pipeline"].append(rec["pipeline"])
                 out["grp"].append(group_of(rec, by))
                 out["stage"].append(d.stage.value)
                 out["flags"].append(",".join(d.flags))
                 out["error"].append(None)
+                out["pos"].append(pos)
             yield pa.RecordBatch.from_pydict(out, schema=_OUT_SCHEMA)
 
     return run
 
 
-_OUT_SCHEMA = pa.schema([(name, pa.string()) for name in ("key", "pipeline", "grp", "stage", "flags", "error")])
-
 
 def _diagnosed(df: DataFrame, by: str | None, require: str) -> DataFrame:
-    """One row per trace: key (query_id as text), pipeline, group, stage, flags; errors raised here."""
-    diagnosed = df.select(*_checked_columns(df)).mapInArrow(_diagnoser(by, require), _DIAGNOSED).cache()
-    bad = diagnosed.where(F.col("error").isNotNull()).select("error").limit(1).collect()
-    if bad:
-        diagnosed.unpersist()
-        raise TraceError(bad[0]["error"])
-    return diagnosed
+    """One row per trace (key: query_id as text, group, stage, flags, error, pos: its place in ``df``)."""
+    columns = _checked_columns(df)
+    return df.select(*columns, F.monotonically_increasing_id().alias("_pos")).mapInArrow(
+        _diagnoser(by, require), _DIAGNOSED)
+
+
+def _raise_first_error(errors: list[Any]) -> None:
+    if errors:
+        raise TraceError(min(errors, key=lambda r: r["pos"])["error"])
+
+
+def _check_unique(df: DataFrame, keys: list[str], fail: Callable[[Any], Exception]) -> None:
+    """Spark finds a repeated key on the trace columns themselves (ids as text, like check_record)."""
+    cast = [F.col(k).cast("string").alias(k) for k in keys if k in df.columns]
+    repeated = df.select(*cast).groupBy(*[k for k in keys if k in df.columns]).count().where("count > 1")
+    found = repeated.limit(1).collect()
+    if found:
+        raise fail(found[0])
 
 
 def tally(df: DataFrame, by: str | None = "pipeline", require: str = "any") -> Tally:
-    """Bucket and flag counts per group, counted by Spark; duplicate (query_id, pipeline) is an error."""
-    diagnosed = _diagnosed(df, by, require)
-    try:
-        dup = diagnosed.groupBy("key", "pipeline").count().where("count > 1").limit(1).collect()
-        if dup:
-            raise TraceError(f"duplicate query_id {dup[0]['key']!r} for pipeline {dup[0]['pipeline']!r} "
-                             f"({dup[0]['count']} rows)", field="query_id")
-        out = Tally()
-        for r in diagnosed.groupBy("grp", "stage", "flags").count().collect():
-            out.buckets.setdefault(r["grp"], Counter())[r["stage"]] += r["count"]
-            flags = out.flags.setdefault(r["grp"], Counter())
-            for flag in filter(None, r["flags"].split(",")):
-                flags[flag] += r["count"]
-        return out
-    finally:
-        diagnosed.unpersist()
+    """Bucket and flag counts per group, counted by Spark; duplicate (query_id, pipeline) is an error.
+
+    Groups come in the order of their first trace in ``df``, as the command line lists them.
+    """
+    rows = (_diagnosed(df, by, require).groupBy("grp", "stage", "flags", "error")
+            .agg(F.count(F.lit(1)).alias("count"), F.min("pos").alias("pos")).collect())
+    _raise_first_error([r for r in rows if r["error"] is not None])
+    _check_unique(df, ["query_id", "pipeline"], lambda r: TraceError(
+        f"duplicate query_id {r['query_id']!r} for pipeline {r.asDict().get('pipeline', 'default')!r} "
+        f"({r['count']} rows)", field="query_id"))
+    first = {}
+    for r in rows:
+        first[r["grp"]] = min(first.get(r["grp"], r["pos"]), r["pos"])
+    out = Tally()
+    for group in sorted(first, key=first.__getitem__):
+        out.buckets[group], out.flags[group] = Counter(), Counter()
+    for r in rows:
+        out.buckets[r["grp"]][r["stage"]] += r["count"]
+        for flag in filter(None, r["flags"].split(",")):
+            out.flags[r["grp"]][flag] += r["count"]
+    return out
 
 
 def attribution_table(df: DataFrame, by: str | None = "pipeline", require: str = "any", *,
@@ -123,12 +141,14 @@ def flag_table(df: DataFrame, by: str | None = "pipeline") -> pd.DataFrame:
 
 
 def _stages(df: DataFrame, require: str, side: str) -> DataFrame:
-    diagnosed = _diagnosed(df, None, require)
-    twice = diagnosed.groupBy("key").count().where("count > 1").limit(1).collect()
-    if twice:
+    _check_unique(df, ["query_id"], lambda r: ValueError(
+        f"{side}: query_id {r['query_id']!r} appears twice; compare one pipeline's run against another's"))
+    diagnosed = _diagnosed(df, None, require).select("key", "stage", "error", "pos").cache()
+    try:
+        _raise_first_error(diagnosed.where(F.col("error").isNotNull()).limit(1).collect())
+    except TraceError:
         diagnosed.unpersist()
-        raise ValueError(f"{side}: query_id {twice[0]['key']!r} appears twice; "
-                         "compare one pipeline's run against another's")
+        raise
     return diagnosed
 
 
