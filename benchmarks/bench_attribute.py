@@ -70,7 +70,8 @@ def write_synthetic(path: Path, n: int, seed: int = 0) -> None:
 
 
 def duckdb_cmd(source: str) -> list[str]:
-    code = ("import duckdb, json, sys; con = duckdb.connect(config={'threads': 2, 'enable_progress_bar': False}); "
+    code = ("import duckdb, json, sys; con = duckdb.connect(config={'threads': 2}); "
+            "con.execute('SET enable_progress_bar = false'); "
             f"print(json.dumps(con.execute({CORE_RULE.format(source=source)!r}).fetchall()))")
     return [sys.executable, "-c", code]
 
