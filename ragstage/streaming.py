@@ -125,15 +125,6 @@ class Tally:
     buckets: dict[str, Counter] = field(default_factory=dict)
     flags: dict[str, Counter] = field(default_factory=dict)
 
-    def add(self, group: str, stage: str, flags: tuple[str, ...]) -> None:
-        bucket = self.buckets.get(group)
-        if bucket is None:
-            bucket = self.buckets[group] = Counter()
-            self.flags[group] = Counter()
-        bucket[stage] += 1
-        if flags:
-            self.flags[group].update(flags)
-
     def update(self, other: "Tally") -> None:
         for group, bucket in other.buckets.items():
             self.buckets.setdefault(group, Counter()).update(bucket)
