@@ -29,8 +29,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .fields import FIELDS, NULLABLE_FIELDS, TraceError, check_record, ranked_entries
 from .streaming import Tally, find_duplicate, repeated_digests, tally_records
-from .trace import _NULLABLE, FIELDS, Trace, TraceError, _ranked_entries, check_record
+from .trace import Trace
 
 __all__ = ["SCHEMA", "RowError", "parquet_files", "read_parquet_records", "read_parquet", "write_parquet",
            "count_parquet"]
@@ -118,7 +119,7 @@ def _drop_null_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Leave out a column that is null on every row of the batch where null is allowed: that is
     the field's default, the same as a JSON line without it, and costs nothing to convert."""
     names = batch.schema.names
-    drop = [i for i, name in enumerate(names) if (name in _NULLABLE or name in _RANKED) and name != "query_id"
+    drop = [i for i, name in enumerate(names) if (name in NULLABLE_FIELDS or name in _RANKED) and name != "query_id"
             and batch.column(i).null_count == batch.num_rows]
     for i in reversed(drop):
         batch = batch.remove_column(i)
@@ -153,7 +154,7 @@ def _check(raw: dict[str, Any]) -> dict[str, Any]:
     for stage in ("retrieved", "reranked"):  # scores and sections fold back into {"id", "score"} entries
         scores, sections = raw.pop(f"{stage}_scores", None), raw.pop(f"{stage}_sections", None)
         if scores is not None or sections is not None:
-            entries = _ranked_entries(raw.get(stage), scores, sections, stage)
+            entries = ranked_entries(raw.get(stage), scores, sections, stage)
             if entries is not None:
                 raw[stage] = entries
     if type(raw.get("meta")) is _BadMeta:
