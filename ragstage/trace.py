@@ -10,11 +10,13 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 import orjson
 
 from .fields import FIELDS, TraceError, check_record, ranked_entries
+
+T = TypeVar("T")
 
 __all__ = [
     "FIELDS",
@@ -23,6 +25,7 @@ __all__ = [
     "check_record",
     "iter_json_lines",
     "open_text",
+    "read_json_lines",
     "read_records",
     "read_traces",
     "write_traces",
@@ -141,6 +144,31 @@ def iter_json_lines(lines: Iterable[str | bytes],
             raise fail(f"invalid JSON ({exc})", lineno) from None
 
 
+def read_json_lines(path: str | Path, parse: Callable[[Any], T],
+                    error: type[TraceError] = TraceError) -> Iterator[tuple[int, T]]:
+    """``(line number, parse(value))`` for every non-blank line of a JSON Lines file (``.gz`` too).
+
+    The one file loop of the project's JSON Lines readers (traces, span exports, labels):
+    a file that cannot be opened or read, a line that is not JSON, and an ``error`` that
+    ``parse`` raises (its field kept) all come out as ``error`` naming the file and the line.
+    """
+    try:
+        handle = open_text(path)
+    except OSError as exc:
+        raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, raw in iter_json_lines(handle, lambda msg, n: error(msg, path=str(path), line=n)):
+                try:
+                    value = parse(raw)
+                except error as exc:
+                    raise error(exc.detail, path=str(path), line=lineno, field=exc.field) from None
+                yield lineno, value
+        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+            raise error(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
+
+
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream ``(line number, normalised record)`` pairs from a JSON Lines file.
 
@@ -149,27 +177,13 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     a replay would otherwise count that question twice.
     """
     seen: dict[tuple[str, str], int] = {}
-    try:
-        handle = open_text(path)
-    except OSError as exc:
-        raise TraceError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with handle:
-        lineno = 0
-        try:
-            for lineno, raw in iter_json_lines(handle, lambda msg, n: TraceError(msg, path=str(path), line=n)):
-                try:
-                    rec = check_record(raw)
-                except TraceError as exc:
-                    raise TraceError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
-                key = (rec["query_id"], rec["pipeline"])
-                if key in seen:
-                    raise TraceError(
-                        f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
-                        path=str(path), line=lineno, field="query_id")
-                seen[key] = lineno
-                yield lineno, rec
-        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
-            raise TraceError(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
+    for lineno, rec in read_json_lines(path, check_record):
+        key = (rec["query_id"], rec["pipeline"])
+        if key in seen:
+            raise TraceError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
+                             path=str(path), line=lineno, field="query_id")
+        seen[key] = lineno
+        yield lineno, rec
 
 
 def read_traces(path: str | Path) -> Iterator[Trace]:
