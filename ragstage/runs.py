@@ -1,24 +1,24 @@
 """Read a run folder back: every pipeline's traces, its receipt, and whether a stand-in made it.
 
-A run folder holds one sub-folder per pipeline, as ``ragstage run`` and chapter 5 write them:
-``traces.jsonl`` with ``receipt.json``, and for every generation-only re-run on the saved
-prompts ``traces-<version>.jsonl`` with ``receipt-<version>.json``. A folder of trace files
-logged by some other system (no receipts) is read too: each file's traces are grouped by
-their own ``pipeline`` field. (Stage caches live outside the run folder, in the cache
-directory its receipt names, so every other ``.jsonl`` here is a trace file.)
+A run folder holds one sub-folder per pipeline, as ``ragstage run`` and chapter 5 write them
+(:mod:`ragstage.run_layout`); each run is labelled as :mod:`ragstage.run_labels` says
+(``minilm+ce``, ``minilm+ce/revised``). A folder of trace files logged by some other system
+(no receipts) is read too: each file's traces are grouped by their own ``pipeline`` field.
+(Stage caches live outside the run folder, so every other ``.jsonl`` here is a trace file.)
 
 Reading a run needs no model and imports no torch: chapter 6 opens a run in a second.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from .attribution import diagnose
+from .run_labels import parse_label
+from .run_layout import RunFiles, find_runs, trace_files
 from .trace import Trace, TraceError, read_traces
 
 __all__ = ["RunSet", "load_run", "check_run", "diff_runs"]
@@ -30,12 +30,14 @@ class RunSet:
 
     ``traces`` maps a label (the pipeline name, plus ``/<prompt version>`` for a
     generation-only re-run) to its traces, each relabelled so that ``trace.pipeline`` is that
-    label: the report functions can then group by pipeline across prompt versions.
+    label: the report functions can then group by pipeline across prompt versions. ``files``
+    says where each run with a receipt lives (a re-run or an oracle starts from there).
     """
 
     root: Path
     traces: dict[str, list[Trace]] = field(default_factory=dict)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, RunFiles] = field(default_factory=dict)
 
     @property
     def labels(self) -> list[str]:
@@ -53,38 +55,33 @@ class RunSet:
         return any(self.stand_ins().values())
 
 
-def _label(receipt: dict[str, Any], version_suffix: str) -> str:
-    name = str(receipt.get("pipeline", "default"))
-    return f"{name}/{version_suffix}" if version_suffix else name
+def _label(receipt: dict[str, Any], files: RunFiles) -> str:
+    label = parse_label(str(receipt.get("pipeline", "default")))
+    return str(label.with_version(files.suffix) if files.suffix else label)
 
 
 def load_run(root: str | Path) -> RunSet:
-    """Load every pipeline of a run folder (see the module docstring for the layout)."""
+    """Load every pipeline of a run folder (the layout is :mod:`ragstage.run_layout`)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no run folder at {root}")
     found = RunSet(root)
     with_receipt: set[Path] = set()
-    # Folder by folder, each pipeline's own run before its prompt-version re-runs.
-    for receipt_path in sorted(root.rglob("receipt*.json"), key=lambda p: (p.parent, p.name != "receipt.json", p.name)):
-        suffix = receipt_path.stem[len("receipt"):].lstrip("-")
-        traces_path = receipt_path.with_name(f"traces-{suffix}.jsonl" if suffix else "traces.jsonl")
-        if not traces_path.exists():
-            raise TraceError(f"receipt without its traces file {traces_path.name}", path=str(receipt_path))
-        try:
-            receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"invalid JSON ({exc.msg})", path=str(receipt_path), line=exc.lineno) from None
-        label = _label(receipt, suffix)
+    for files in find_runs(root):
+        if not files.traces.exists():
+            raise TraceError(f"receipt without its traces file {files.traces.name}", path=str(files.receipt))
+        receipt = files.read_receipt()
+        label = _label(receipt, files)
         if label in found.traces:
-            raise TraceError(f"a second run labelled {label!r}", path=str(receipt_path))
+            raise TraceError(f"a second run labelled {label!r}", path=str(files.receipt))
         found.receipts[label] = receipt
-        found.traces[label] = [t.replace(pipeline=label) for t in read_traces(traces_path)]
-        with_receipt.add(traces_path.resolve())
+        found.files[label] = files
+        found.traces[label] = [t.replace(pipeline=label) for t in read_traces(files.traces)]
+        with_receipt.add(files.traces.resolve())
     # Trace files logged elsewhere, with no receipt: group by their own pipeline field.
     loose: dict[str, list[Trace]] = defaultdict(list)
-    for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.jsonl.gz")]):
-        if path.resolve() in with_receipt or path.name.startswith(("prompts", ".")):
+    for path in trace_files(root):
+        if path.resolve() in with_receipt:
             continue
         for trace in read_traces(path):
             loose[trace.pipeline].append(trace)

@@ -120,6 +120,22 @@ def tiny_generator(root: Path) -> Path:
     return folder
 
 
+@functools.cache
+def mini_data() -> object:
+    """The mini corpus as BEIR data, read once per test session (tests must not mutate it)."""
+    from ragstage.pipeline import load_beir
+
+    return load_beir(MINI)
+
+
+@functools.cache
+def tiny_hf_generator() -> object:
+    """An HFGenerator on the tiny causal LM: CPU, batches of 4 (the batching path gets exercised)."""
+    from ragstage.pipeline import HFGenerator
+
+    return HFGenerator(str(tiny_models().generator), device="cpu", batch_size=4)
+
+
 class TinyModels:
     """Folders of the three tiny models, built once per test session (about 5 s)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,26 @@ def test_mini_corpus_keeps_its_designed_traps():
     assert len(dups) >= 10
     # long abstracts: several hundred words each
     assert all(len(data.corpus[i]["text"].split()) > 300 for i in ("1031", "1032", "1033"))
+
+
+def test_claim_9s_evidence_lies_past_what_minilm_reads():
+    from transformers import AutoTokenizer
+
+    from ragstage.pipeline import minilm_standin
+
+    data = load_beir(MINI)
+    source = minilm_standin().source
+    window = json.loads((Path(source) / "sentence_bert_config.json").read_text())["max_seq_length"]
+    pieces = AutoTokenizer.from_pretrained(source).tokenize(doc_text(data.corpus["1081"]))
+    assert window == 256 and len(pieces) > window + 20
+    seen = " ".join(pieces[:window]).replace(" ##", "")
+    terms = set(tokenize(data.queries["9"])) - {"exposure"}  # "outdoor exposure" of the tags is seen, and harmless
+    assert terms == {"neonicotinoid", "disrupts", "homing", "foraging", "honeybees"}
+    assert not terms & set(tokenize(seen))                     # the bi-encoder never sees the bee result
+    assert {"neonicotinoid", "homing", "foraging", "honeybees"} <= set(tokenize(doc_text(data.corpus["1081"])))
+    # its neighbour in MiniLM's ranking, 1082, shares no term with the claim and is long (see the slow test)
+    assert not set(tokenize(data.queries["9"])) & set(tokenize(doc_text(data.corpus["1082"])))
+    assert len(data.corpus["1082"]["text"].split()) > 500
 
 
 def _write_beir(root: Path, corpus: list[str], queries: list[str], qrels: list[str]) -> Path:

@@ -1,8 +1,8 @@
 """End to end on the mini corpus with real weights: the MiniLM copy and the Qwen GGUF STAND-IN.
 
 Slow (about two minutes on two CPU cores: one GGUF load, three generations) but offline, so
-it runs in CI too. It checks run invariants, not answer quality: a stand-in's answers say
-nothing about the hub model it replaces.
+it runs in CI too. It checks run invariants and the mini corpus's designed traps, not answer
+quality: a stand-in's answers say nothing about the hub model it replaces.
 """
 
 from __future__ import annotations
@@ -10,32 +10,63 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import MINI
+from pipeline_helpers import mini_data
 
 from ragstage.attribution import diagnose
-from ragstage.pipeline import (
-    DenseRetriever,
-    HFGenerator,
-    NoReranker,
-    Pipeline,
-    load_beir,
-    minilm_standin,
-    qwen_coder_standin,
-)
+from ragstage.pipeline import NoReranker, Pipeline, choose_components, make_retriever
 from ragstage.trace import read_traces
 
 pytestmark = pytest.mark.slow
 
+#: fixtures/mini_scifact/README.md's table: where each claim's abstract is lost before generation.
+DESIGN = {
+    "1": {"bm25": "retrieval", "bm25+rrf": "retrieval", "minilm": "prompt", "minilm+rrf": "reranking"},
+    "2": dict.fromkeys(("bm25", "bm25+rrf", "minilm", "minilm+rrf"), "reranking"),
+    "3": dict.fromkeys(("bm25", "bm25+rrf", "minilm", "minilm+rrf"), "prompt_assembly"),
+    "4": dict.fromkeys(("bm25", "bm25+rrf", "minilm", "minilm+rrf"), "prompt_assembly"),
+    "9": {"bm25": "prompt", "bm25+rrf": "prompt", "minilm": "reranking", "minilm+rrf": "prompt"},
+}
+
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    data = load_beir(MINI).limit(3)
+def models():
+    return choose_components(offline=True, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def run(models, tmp_path_factory):
+    data = mini_data().limit(3)
     out = tmp_path_factory.mktemp("standin-run")
-    pipeline = Pipeline(DenseRetriever(data.corpus, minilm_standin(), device="cpu", cache_dir=out / "cache"),
-                        NoReranker(), HFGenerator(qwen_coder_standin(), device="cpu"),
+    pipeline = Pipeline(make_retriever("dense", data.corpus, models.embedder), NoReranker(), models.generator,
                         cache_dir=out / "cache" / "stages")
     result = pipeline.run(data.queries, data.qrels, out / "run", data_info=data.meta)
     return data, result, list(read_traces(result.traces))
+
+
+def _where_lost(gold, retrieved, reranked, prompt) -> str:
+    for stage, ids in (("retrieval", retrieved), ("reranking", reranked), ("prompt_assembly", prompt)):
+        if not set(gold) & set(ids):
+            return stage
+    return "prompt"
+
+
+def test_every_designed_trap_holds_in_all_four_pipelines(models, tmp_path):
+    data = mini_data()
+    found: dict[str, dict[str, str]] = {}
+    prompts: dict[str, dict[str, tuple[str, ...]]] = {}
+    for kind in ("bm25", "dense"):
+        retriever = make_retriever(kind, data.corpus, models.embedder)
+        for reranker in (NoReranker(), models.reranker):
+            pipeline = Pipeline(retriever, reranker, models.generator, cache_dir=tmp_path)
+            stages = pipeline.stages(data.queries)
+            prompts[pipeline.name] = {qid: prompt.ids for qid, prompt in stages.prompts.items()}
+            for qid in data.queries:
+                found.setdefault(qid, {})[pipeline.name] = _where_lost(
+                    data.qrels[qid], [d for d, _ in stages.retrieved[qid]], [d for d, _ in stages.reranked[qid]],
+                    stages.prompts[qid].ids)
+    for qid, expected in found.items():
+        assert expected == DESIGN.get(qid, dict.fromkeys(expected, "prompt")), qid
+    assert prompts["minilm+rrf"]["9"] == ("1081",)  # fusion puts it first; the long 1082 after it does not fit
 
 
 def test_one_trace_per_claim_with_nested_stage_outputs(run):

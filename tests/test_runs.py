@@ -29,6 +29,8 @@ def test_receipts_and_prompt_versions_become_labels(tmp_path):
     assert {t.pipeline for t in run.traces["minilm+ce/revised"]} == {"minilm+ce/revised"}
     assert run.stand_ins()["bm25"] == [] and run.stand_ins()["minilm+ce"] == ["generator: stand-in"]
     assert run.uses_stand_ins and len(run.all_traces()) == 12
+    assert run.files["minilm+ce/revised"].traces == tmp_path / "minilm_ce" / "traces-revised.jsonl"
+    assert run.files["bm25"].folder == tmp_path / "bm25"
 
 
 def test_loose_trace_files_are_grouped_by_their_pipeline(tmp_path):

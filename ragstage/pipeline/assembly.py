@@ -11,7 +11,9 @@ lose exactly the sentence that carries the evidence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
+
+from .data import Corpus, Document
 
 __all__ = ["AssembledPrompt", "assemble_prompt", "format_passage", "SEPARATOR"]
 
@@ -31,7 +33,7 @@ class AssembledPrompt:
     stopped_at: str | None = None
 
 
-def format_passage(doc_id: str, doc: Mapping[str, str]) -> str:
+def format_passage(doc_id: str, doc: Document) -> str:
     """``[ID x] title. text``; no extra full stop when the title already ends a sentence."""
     title = doc.get("title", "").strip()
     if title and title[-1] not in ".?!":
@@ -39,7 +41,7 @@ def format_passage(doc_id: str, doc: Mapping[str, str]) -> str:
     return f"[ID {doc_id}] {title} {doc['text']}" if title else f"[ID {doc_id}] {doc['text']}"
 
 
-def assemble_prompt(ranked_ids: Sequence[str], corpus: Mapping[str, Mapping[str, str]],
+def assemble_prompt(ranked_ids: Sequence[str], corpus: Corpus,
                     count_tokens: Callable[[str], int], budget: int = 1024, top: int = 5) -> AssembledPrompt:
     """Fill the budget with whole passages from ``ranked_ids[:top]``, in order (see module doc).
 

@@ -5,8 +5,9 @@
 wrong checksum, an unknown prompt version, a model that cannot be loaded) raise ValueError
 subclasses with a one-line message.
 
-``--embedder standin`` and ``--generator standin`` select the offline stand-ins of
-:mod:`ragstage.pipeline.offline`; every trace and the receipt then say so.
+Which model each option selects (``--embedder standin`` and ``--generator standin``: the
+offline stand-ins) is decided in :mod:`ragstage.pipeline.components`, the same place chapter 5
+asks; every trace and the receipt then say which models made the run.
 """
 
 from __future__ import annotations
@@ -15,31 +16,35 @@ import argparse
 import sys
 from pathlib import Path
 
+from .components import (
+    RERANKERS,
+    RETRIEVERS,
+    STANDIN,
+    make_embedder,
+    make_generator,
+    make_reranker,
+    make_retriever,
+)
 from .data import BeirData, load_beir
 from .download import default_cache_dir, scifact
-from .embedding import DEFAULT_EMBEDDER, Embedder
-from .generation import DEFAULT_GENERATOR, TEMPLATES, HFGenerator
-from .models import ModelSpec
-from .offline import minilm_standin, qwen_coder_standin
-from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, DenseRescoreReranker, NoReranker, Reranker
-from .retrieval import BM25Retriever, DenseRetriever, Retriever
-from .run import Pipeline
+from .embedding import DEFAULT_EMBEDDER
+from .generation import DEFAULT_GENERATOR, TEMPLATES
+from .oracle import gold_context_oracle
+from .rerank import DEFAULT_CROSS_ENCODER
+from .run import Pipeline, RunResult
 
-__all__ = ["add_run_arguments", "run_from_args", "STANDIN"]
-
-#: The value of --embedder / --generator that selects the offline stand-in.
-STANDIN = "standin"
+__all__ = ["add_run_arguments", "run_from_args"]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``run`` options to ``parser`` (returned for chaining)."""
     parser.add_argument("--data", required=True, help="'scifact' (downloaded once, md5-checked) or a BEIR folder")
     parser.add_argument("--split", default="test", help="qrels split (default: test)")
-    parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
-    parser.add_argument("--reranker", choices=("none", "cross-encoder", "dense-rescore"), default="none",
-                        help="dense-rescore re-scores with the embedder: offline, and NOT a cross-encoder")
+    parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25")
+    parser.add_argument("--reranker", choices=RERANKERS, default="none",
+                        help="rank-fusion fuses BM25 and embedder ranks: needs no cross-encoder, and is NOT one")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
-                        help=f"model id or path for dense retrieval / dense-rescore; '{STANDIN}' = offline MiniLM copy")
+                        help=f"model id or path for dense retrieval / rank-fusion; '{STANDIN}' = offline MiniLM copy")
     parser.add_argument("--cross-encoder", default=DEFAULT_CROSS_ENCODER, help="model id or path")
     parser.add_argument("--generator", default=DEFAULT_GENERATOR,
                         help=f"model id or path; '{STANDIN}' = offline Qwen2.5-Coder GGUF stand-in")
@@ -57,36 +62,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="root of the data, model and stage caches (default: $RAGSTAGE_CACHE or ~/.cache/ragstage)")
     parser.add_argument("--out", type=Path, required=True, help="run folder for traces.jsonl and receipt.json")
+    parser.add_argument("--oracle", choices=("gold-context",), default=None,
+                        help="also run the gold-context oracle on this run (written to a folder beside --out)")
     return parser
 
 
 def _data(args: argparse.Namespace, cache: Path) -> BeirData:
     data = scifact(cache, args.split) if args.data == "scifact" else load_beir(args.data, args.split)
     return data.limit(args.limit)
-
-
-def _embedder(args: argparse.Namespace, cache: Path) -> Embedder:
-    model: ModelSpec = minilm_standin() if args.embedder == STANDIN else args.embedder
-    return Embedder(model, device=args.device, cache_dir=cache)
-
-
-def _retriever(args: argparse.Namespace, data: BeirData, embedder: Embedder) -> Retriever:
-    if args.retriever == "bm25":
-        return BM25Retriever(data.corpus)
-    return DenseRetriever(data.corpus, embedder)
-
-
-def _reranker(args: argparse.Namespace, embedder: Embedder) -> Reranker:
-    if args.reranker == "cross-encoder":
-        return CrossEncoderReranker(args.cross_encoder, device=args.device)
-    if args.reranker == "dense-rescore":
-        return DenseRescoreReranker(embedder)
-    return NoReranker()
-
-
-def _generator(args: argparse.Namespace, cache: Path) -> HFGenerator:
-    model: ModelSpec = qwen_coder_standin(cache) if args.generator == STANDIN else args.generator
-    return HFGenerator(model, gguf_file=args.gguf_file, device=args.device, batch_size=args.batch_size)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -96,16 +79,25 @@ def run_from_args(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     cache = args.cache_dir or default_cache_dir()
     data = _data(args, cache)
-    embedder = _embedder(args, cache)  # one instance: a dense retriever and a rescorer share the loaded model
-    pipeline = Pipeline(_retriever(args, data, embedder), _reranker(args, embedder), _generator(args, cache),
+    embedder = make_embedder(args.embedder, device=args.device, cache_dir=cache)  # shared by retriever and reranker
+    reranker = make_reranker(args.reranker, embedder, cross_encoder=args.cross_encoder, device=args.device)
+    generator = make_generator(args.generator, gguf_file=args.gguf_file, device=args.device,
+                               batch_size=args.batch_size, cache_dir=cache)
+    pipeline = Pipeline(make_retriever(args.retriever, data.corpus, embedder), reranker, generator,
                         budget=args.budget, top_k=args.top_k, rerank_n=args.rerank_n, prompt_top=args.prompt_top,
                         prompt_version=args.prompt_version, name=args.name, cache_dir=cache / "stages")
     result = pipeline.run(data.queries, data.qrels, args.out, data_info={"source": data.source, **data.meta})
+    _report(result)
+    if args.oracle == "gold-context":
+        _report(gold_context_oracle(args.out, generator, data=data, cache_dir=cache / "stages"))
+    return 0
+
+
+def _report(result: RunResult) -> None:
     counts = result.receipt["counts"]
-    print(f"{pipeline.name}: {counts['traces']} traces -> {result.traces} "
+    print(f"{result.receipt['pipeline']}: {counts['traces']} traces -> {result.traces} "
           f"({counts['generated']} generated, {counts['generation_cache_hits']} from cache, "
           f"{counts['errors']} service errors, {result.receipt['wall_seconds']:.1f} s)")
     for label in result.receipt["stand_ins"]:
         print(f"  uses {label}")
     sys.stdout.flush()
-    return 0

@@ -12,13 +12,22 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import orjson
 
 from ..trace import iter_json_lines
 
-__all__ = ["BeirData", "DataError", "doc_text", "hash_corpus", "load_beir"]
+__all__ = ["BeirData", "Corpus", "DataError", "Document", "Qrels", "doc_text", "hash_corpus", "load_beir"]
+
+T = TypeVar("T")
+
+#: One abstract: ``{"title": ..., "text": ...}`` (a missing title reads as "").
+Document = Mapping[str, str]
+#: Document id → document, in corpus order (the order ties are broken in).
+Corpus = Mapping[str, Document]
+#: Query id → {document id: relevance}; only relevance > 0 is kept, so every listed id is gold.
+Qrels = Mapping[str, Mapping[str, int]]
 
 
 class DataError(ValueError):
@@ -44,9 +53,9 @@ class BeirData:
     ``queries`` is a run over the split.
     """
 
-    corpus: dict[str, dict[str, str]]
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
+    corpus: Corpus
+    queries: Mapping[str, str]
+    qrels: Qrels
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -66,7 +75,7 @@ class BeirData:
                         {q: self.qrels[q] for q in keep}, self.source, dict(self.meta))
 
 
-def hash_corpus(corpus: Mapping[str, Mapping[str, str]]) -> str:
+def hash_corpus(corpus: Corpus) -> str:
     """sha256 over the corpus content (ids, titles, texts) in id order.
 
     Caches of embeddings and retrieval results are keyed by it, so editing one abstract
@@ -80,7 +89,7 @@ def hash_corpus(corpus: Mapping[str, Mapping[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def doc_text(doc: Mapping[str, str]) -> str:
+def doc_text(doc: Document) -> str:
     """The text every retriever and reranker sees: ``title + " " + text``."""
     return f"{doc.get('title', '')} {doc['text']}".strip()
 
@@ -109,27 +118,27 @@ def _text(record: Mapping[str, Any], name: str, path: Path, lineno: int, require
     return value
 
 
-def _read_corpus(path: Path) -> dict[str, dict[str, str]]:
-    corpus: dict[str, dict[str, str]] = {}
+def _read_by_id(path: Path, what: str, value: Callable[[Mapping[str, Any], int], T]) -> dict[str, T]:
+    """``{_id: value(record, line)}`` over a JSON Lines file; a repeated id is an error, not an overwrite."""
+    out: dict[str, T] = {}
     for lineno, rec in _jsonl(path):
-        doc_id = _text(rec, "_id", path, lineno, required=True)
-        if doc_id in corpus:
-            raise DataError(f"duplicate document id {doc_id!r}", path=path, line=lineno, field="_id")
-        corpus[doc_id] = {"title": _text(rec, "title", path, lineno, required=False),
-                          "text": _text(rec, "text", path, lineno, required=True)}
+        key = _text(rec, "_id", path, lineno, required=True)
+        if key in out:
+            raise DataError(f"duplicate {what} id {key!r}", path=path, line=lineno, field="_id")
+        out[key] = value(rec, lineno)
+    return out
+
+
+def _read_corpus(path: Path) -> dict[str, Document]:
+    corpus = _read_by_id(path, "document", lambda rec, n: {"title": _text(rec, "title", path, n, required=False),
+                                                          "text": _text(rec, "text", path, n, required=True)})
     if not corpus:
         raise DataError("no documents", path=path)
     return corpus
 
 
 def _read_queries(path: Path) -> dict[str, str]:
-    queries: dict[str, str] = {}
-    for lineno, rec in _jsonl(path):
-        qid = _text(rec, "_id", path, lineno, required=True)
-        if qid in queries:
-            raise DataError(f"duplicate query id {qid!r}", path=path, line=lineno, field="_id")
-        queries[qid] = _text(rec, "text", path, lineno, required=True)
-    return queries
+    return _read_by_id(path, "query", lambda rec, n: _text(rec, "text", path, n, required=True))
 
 
 def _read_qrels(path: Path, corpus: Mapping[str, Any], queries: Mapping[str, str]) -> dict[str, dict[str, int]]:

@@ -1,7 +1,7 @@
 """Sentence-transformers bi-encoder embeddings, with the corpus side cached on disk.
 
 Encoding a corpus is the slow part of dense retrieval (minutes for SciFact on a CPU), and the
-same vectors serve the dense retriever and the dense-rescore reranker. They are stored once
+same vectors serve the dense retriever and the rank-fusion reranker. They are stored once
 per (model, corpus content) pair, so neither a re-run nor the second pipeline pays again.
 """
 
@@ -11,11 +11,11 @@ import os
 import tempfile
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from .data import doc_text, hash_corpus
+from .data import Corpus, doc_text, hash_corpus
 from .download import default_cache_dir
 from .models import ModelSpec, as_model_ref, pick_device
 from .store import config_key
@@ -51,7 +51,7 @@ class Embedder:
                                     normalize_embeddings=True, show_progress_bar=desc is not None and len(texts) > 1)
         return np.asarray(vectors, dtype=np.float32)
 
-    def corpus_matrix(self, corpus: Mapping[str, Mapping[str, str]]) -> np.ndarray:
+    def corpus_matrix(self, corpus: Corpus) -> np.ndarray:
         """Embeddings of every document, rows in ``corpus`` order, read from or written to the cache."""
         key = config_key({"embedder": self.describe(), "corpus": hash_corpus(corpus)})
         path = self.cache_dir / "embeddings" / f"{key}.npz"

@@ -19,7 +19,7 @@ from typing import Any, Protocol, Sequence
 from .models import LOAD_ERRORS, ModelSpec, as_model_ref, pick_device
 
 __all__ = ["DEFAULT_GENERATOR", "TEMPLATES", "PromptTemplate", "Generator", "GeneratorUnavailable",
-           "HFGenerator", "parse_answer", "render_messages"]
+           "HFGenerator", "parse_answer", "render_messages", "template_for"]
 
 DEFAULT_GENERATOR = "Qwen/Qwen2.5-1.5B-Instruct"
 
@@ -31,6 +31,11 @@ class PromptTemplate:
     name: str
     system: str
     user: str
+
+    def messages(self, claim: str, context: str) -> list[dict[str, str]]:
+        """The system and user messages for one claim and its passages."""
+        user = self.user.format(claim=claim, context=context or "(no abstracts fit in the prompt)")
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
 
 _SYSTEM = "You check scientific claims against research abstracts. You answer with one line only."
@@ -52,14 +57,17 @@ TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (
 )}
 
 
-def render_messages(version: str, claim: str, context: str) -> list[dict[str, str]]:
-    """Chat messages for one claim and its assembled passages, in template ``version``."""
+def template_for(version: str) -> PromptTemplate:
+    """The template of a prompt version; ValueError naming the known ones for any other name."""
     try:
-        template = TEMPLATES[version]
+        return TEMPLATES[version]
     except KeyError:
         raise ValueError(f"unknown prompt version {version!r} (known: {', '.join(TEMPLATES)})") from None
-    user = template.user.format(claim=claim, context=context or "(no abstracts fit in the prompt)")
-    return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
+
+
+def render_messages(version: str, claim: str, context: str) -> list[dict[str, str]]:
+    """Chat messages for one claim and its assembled passages, in template ``version``."""
+    return template_for(version).messages(claim, context)
 
 
 _ANSWER = re.compile(r"\bID\b\s*[:#=]?\s*\[?\s*(NONE\b|[A-Za-z0-9](?:[\w\-./]*\w)?)", re.IGNORECASE)

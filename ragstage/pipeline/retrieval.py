@@ -14,11 +14,11 @@ from typing import Any, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .data import doc_text
+from .data import Corpus, doc_text
 from .embedding import DEFAULT_EMBEDDER, Embedder
 from .models import ModelSpec
 
-__all__ = ["STOPWORDS", "Hits", "Retriever", "BM25Retriever", "DenseRetriever", "tokenize", "top_k"]
+__all__ = ["STOPWORDS", "Hits", "Retriever", "BM25Retriever", "DenseRetriever", "tokenize", "rank_order", "top_k"]
 
 Hits = list[tuple[str, float]]
 
@@ -42,9 +42,14 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
+def rank_order(scores: np.ndarray) -> np.ndarray:
+    """Positions from the best score to the worst; ties (to 9 decimals) keep their given order."""
+    return np.lexsort((np.arange(len(scores)), -np.round(scores, 9)))
+
+
 def top_k(scores: np.ndarray, ids: Sequence[str], k: int, positive_only: bool = False) -> Hits:
     """The ``k`` best ``(id, score)`` pairs; ties (to 9 decimals) keep corpus order."""
-    order = np.lexsort((np.arange(len(scores)), -np.round(scores, 9)))
+    order = rank_order(scores)
     if positive_only:
         order = order[scores[order] > 0]
     return [(ids[i], float(scores[i])) for i in order[:k]]
@@ -53,7 +58,7 @@ def top_k(scores: np.ndarray, ids: Sequence[str], k: int, positive_only: bool = 
 class Retriever(Protocol):
     """What a pipeline needs from a first stage."""
 
-    corpus: Mapping[str, Mapping[str, str]]
+    corpus: Corpus
     short_name: str
 
     def describe(self) -> dict[str, Any]:
@@ -75,7 +80,7 @@ class BM25Retriever:
     not retrieved, it merely exists.
     """
 
-    def __init__(self, corpus: Mapping[str, Mapping[str, str]], *, k1: float = 0.9, b: float = 0.4,
+    def __init__(self, corpus: Corpus, *, k1: float = 0.9, b: float = 0.4,
                  engine: Literal["rank_bm25", "sparse"] = "rank_bm25", short_name: str = "bm25") -> None:
         if engine not in ("rank_bm25", "sparse"):
             raise ValueError(f"engine must be 'rank_bm25' or 'sparse', got {engine!r}")
@@ -108,6 +113,15 @@ class BM25Retriever:
             rows = [self.index.get_scores(t) for t in tokens]
         return {qid: top_k(np.asarray(row), self._ids, k, positive_only=True) for qid, row in zip(queries, rows)}
 
+    def scores(self, query: str, ids: Sequence[str]) -> np.ndarray:
+        """BM25 scores of ``query`` for the documents ``ids`` (0 for one that shares no term)."""
+        row = np.asarray(self.index.get_scores(tokenize(query)))
+        return row[[self._position[doc_id] for doc_id in ids]]
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {doc_id: i for i, doc_id in enumerate(self._ids)}
+
 
 class DenseRetriever:
     """Cosine similarity between normalised sentence-transformers embeddings.
@@ -115,7 +129,7 @@ class DenseRetriever:
     Corpus embeddings are cached on disk per (model, corpus content); see :class:`Embedder`.
     """
 
-    def __init__(self, corpus: Mapping[str, Mapping[str, str]], model: ModelSpec | Embedder = DEFAULT_EMBEDDER,
+    def __init__(self, corpus: Corpus, model: ModelSpec | Embedder = DEFAULT_EMBEDDER,
                  *, device: str = "auto", batch_size: int = 32, cache_dir: str | Path | None = None,
                  short_name: str | None = None) -> None:
         self.corpus = corpus

@@ -8,27 +8,18 @@ off, so the next append starts on a clean line instead of gluing onto the fragme
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-__all__ = ["JsonlStore", "config_key", "atomic_write_text"]
+__all__ = ["JsonlStore", "config_key"]
 
 
 def config_key(config: Any, length: int = 16) -> str:
     """A short, stable hash of a JSON-serialisable configuration (sorted keys)."""
     blob = orjson.dumps(config, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(blob).hexdigest()[:length]
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write a whole file so readers see either the old or the new content, never half."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class JsonlStore:
