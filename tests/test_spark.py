@@ -11,7 +11,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'ra
 if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
     pytest.skip("no Java runtime for Spark (install a JDK 17, or set JAVA_HOME)", allow_module_level=True)
 
-from trace_sets import TRACE_FILES, synthetic  # noqa: E402
+from trace_sets import MINI_RUN_PAIR, TRACE_FILES, synthetic  # noqa: E402
 
 from ragstage import TraceError, attribution_table, compare, read_traces  # noqa: E402
 from ragstage.fixtures import fixture_path  # noqa: E402
@@ -65,8 +65,7 @@ def test_tables_equal_the_local_ones_on_every_set(spark, sets):
 def test_compare_equals_the_local_comparison(spark, sets):
     from ragstage import spark as on_spark
 
-    pairs = [("incidents/batch.jsonl", "incidents/after_fix.jsonl"),
-             ("mini_run/dense_rerank/traces.jsonl", "mini_run/dense_rerank/traces-revised.jsonl")]
+    pairs = [("incidents/batch.jsonl", "incidents/after_fix.jsonl"), MINI_RUN_PAIR]
     for before, after in pairs:
         local = compare(sets[before][0], sets[after][0])
         remote = on_spark.compare(spark.read.parquet(sets[before][1]), spark.read.parquet(sets[after][1]))

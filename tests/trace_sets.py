@@ -3,13 +3,18 @@
 import random
 
 from ragstage import Trace
+from ragstage.fixtures import fixtures_dir
+
+# The mini run's trace files are found, not listed: chapter 5 decides which pipelines it holds.
+MINI_RUN = sorted(str(p.relative_to(fixtures_dir())) for p in fixtures_dir().glob("mini_run/*/traces*.jsonl"))
+#: The pipeline of the mini run with a prompt-only re-run: (its traces, the re-run's traces).
+MINI_RUN_PAIR = next((name.replace("-revised", ""), name) for name in MINI_RUN if "-revised" in name)
 
 TRACE_FILES = [
     "five_cases/cases.jsonl", "five_cases/not_relevance.jsonl", "policy/audit_cases.jsonl",
     "incidents/four_logs.jsonl", "incidents/batch.jsonl", "incidents/after_fix.jsonl",
     "intervals/multi_relevant.jsonl", "stages/query_understanding.jsonl",
-    "mini_run/bm25/traces.jsonl", "mini_run/bm25_rerank/traces.jsonl", "mini_run/dense/traces.jsonl",
-    "mini_run/dense_rerank/traces.jsonl", "mini_run/dense_rerank/traces-revised.jsonl",
+    *MINI_RUN,
 ]
 
 
