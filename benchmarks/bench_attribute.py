@@ -1,9 +1,17 @@
-"""Benchmark: `ragstage attribute FILE --by pipeline --format json` on a million traces.
+"""Benchmark: `ragstage attribute` against DuckDB and a bare parse, side by side, in one run.
 
-Writes synthetic traces (20 retrieved ids, 10 reranked, 1-5 in the prompt, four
-pipelines, seeded) to a JSON Lines file once, then times the command in a subprocess
-and reads its peak memory from the OS. Target on the 2-core machine: under 10 s wall
-and under 500 MB peak resident memory.
+Writes a million synthetic traces (20 retrieved ids, 10 reranked, 1-5 in the prompt, four
+pipelines, seeded) as JSON Lines and as Parquet (``ragstage convert``) once, then times, each
+in a fresh subprocess:
+
+* parsing the JSON Lines file with orjson alone, on one core (the floor for any Python reader);
+* a DuckDB SQL query of the core first-lost-stage rule (``list_has_any`` down the stages) on
+  the JSON Lines file and on the Parquet file, with two threads;
+* ``ragstage attribute FILE --by pipeline --format json`` on each file (all cores: two here).
+
+DuckDB runs only the core rule (no validation, no flags, no duplicate check): it is the peer
+to measure against, not a second implementation; its counts are printed next to ragstage's
+as a sanity check. Speed is measured here, never asserted in a test.
 
     python benchmarks/bench_attribute.py [--traces 1000000] [--file /tmp/ragstage-bench.jsonl]
 """
@@ -11,17 +19,31 @@ and under 500 MB peak resident memory.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
-import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import orjson
+from timing import show, timed
 
 PIPELINES = ("bm25", "bm25+ce", "minilm", "minilm+ce")
+
+CORE_RULE = """
+SELECT pipeline, CASE
+    WHEN len(gold) = 0 THEN 'label_missing'
+    WHEN NOT list_has_any(retrieved, gold) THEN 'retrieval'
+    WHEN reranked IS NOT NULL AND NOT list_has_any(reranked, gold) THEN 'reranking'
+    WHEN prompt IS NULL THEN 'not_logged'
+    WHEN NOT list_has_any(prompt, gold) THEN 'prompt_assembly'
+    WHEN list_has_any(answer_ids, gold) THEN 'none'
+    ELSE 'generation' END AS stage, count(*) AS n
+FROM {source} GROUP BY ALL ORDER BY ALL
+"""
+JSON_SOURCE = ("read_json('{path}', format='newline_delimited', columns={{query_id: 'VARCHAR', pipeline: 'VARCHAR', "
+               "gold: 'VARCHAR[]', retrieved: 'VARCHAR[]', reranked: 'VARCHAR[]', prompt: 'VARCHAR[]', "
+               "answer: 'VARCHAR', answer_ids: 'VARCHAR[]'}})")
 
 
 def write_synthetic(path: Path, n: int, seed: int = 0) -> None:
@@ -47,30 +69,44 @@ def write_synthetic(path: Path, n: int, seed: int = 0) -> None:
             handle.write(orjson.dumps(rec) + b"\n")
 
 
+def duckdb_cmd(source: str) -> list[str]:
+    code = ("import duckdb, json, sys; con = duckdb.connect(config={'threads': 2}); "
+            "con.execute('SET enable_progress_bar = false'); "
+            f"print(json.dumps(con.execute({CORE_RULE.format(source=source)!r}).fetchall()))")
+    return [sys.executable, "-c", code]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--file", type=Path, default=Path("/tmp/ragstage-bench.jsonl"))
     args = parser.parse_args()
+    parquet = args.file.with_suffix(".parquet")
     if not args.file.exists():
         t0 = time.perf_counter()
         write_synthetic(args.file, args.traces)
-        print(f"wrote {args.traces:,} traces ({args.file.stat().st_size / 1e6:.0f} MB) "
-              f"in {time.perf_counter() - t0:.1f} s")
-    cmd = [sys.executable, "-m", "ragstage.cli", "attribute", str(args.file), "--by", "pipeline", "--format", "json"]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
-    wall = time.perf_counter() - t0
-    if done.returncode:
-        print(done.stderr, file=sys.stderr)
-        return done.returncode
-    # ru_maxrss of the children: the largest single process (KiB on Linux). The command's
-    # workers run one per core, so the sum over processes is also reported, approximately.
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    rows = orjson.loads(done.stdout)
-    print(f"attribute: {wall:.2f} s wall, peak RSS of the largest process {peak_mb:.0f} MB, "
-          f"{sum(r['count'] for r in rows):,} traces in {len(rows)} rows, {os.cpu_count()} cores")
-    return 0
+        size = args.file.stat().st_size / 1e6
+        print(f"wrote {args.traces:,} traces ({size:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+    if not parquet.exists():
+        timed([sys.executable, "-m", "ragstage.cli", "convert", str(args.file), str(parquet)], "convert")
+        print(f"converted to Parquet ({parquet.stat().st_size / 1e6:.0f} MB)")
+    parse = ("import orjson, sys\nwith open(sys.argv[1], 'rb') as h:\n    for line in h:\n        orjson.loads(line)")
+    attribute = [sys.executable, "-m", "ragstage.cli", "attribute", "--by", "pipeline", "--format", "json"]
+    rows = [
+        timed([sys.executable, "-c", parse, str(args.file)], "orjson parse alone, JSONL (1 core)"),
+        timed(duckdb_cmd(JSON_SOURCE.format(path=args.file)), "DuckDB core rule, JSONL (2 threads)"),
+        timed([*attribute, str(args.file)], "ragstage attribute, JSONL (2 processes)"),
+        timed(duckdb_cmd(f"read_parquet('{parquet}')"), "DuckDB core rule, Parquet (2 threads)"),
+        timed([*attribute, str(parquet)], "ragstage attribute, Parquet (2 processes)"),
+    ]
+    print(f"{args.traces:,} traces")
+    show(rows[:3], "DuckDB core rule, JSONL (2 threads)")
+    show(rows[3:], "DuckDB core rule, Parquet (2 threads)")
+    ours = Counter({(r["group"], r["stage"]): r["count"] for r in orjson.loads(rows[2]["stdout"])})
+    theirs = Counter({(p, s): n for p, s, n in orjson.loads(rows[1]["stdout"])})
+    same = ours == theirs and rows[2]["stdout"] == rows[4]["stdout"]
+    print("counts: ragstage JSONL = ragstage Parquet = DuckDB core rule" if same else "COUNTS DIFFER")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

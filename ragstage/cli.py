@@ -1,4 +1,4 @@
-"""The ``ragstage`` command: ``attribute``, ``compare``, ``run``, ``ingest`` and ``doctor``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``convert``, ``run``, ``ingest`` and ``doctor``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
 and one line naming the file, the line and the field: never a traceback.
@@ -14,9 +14,10 @@ from typing import Sequence
 
 import orjson
 
+from .formats import convert, read_any
 from .report import compare, flag_table_from_counts, table_from_counts
 from .streaming import count_files
-from .trace import TraceError, read_traces
+from .trace import TraceError
 
 __all__ = ["main", "build_parser"]
 
@@ -77,7 +78,7 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    result = compare(read_traces(args.before), read_traces(args.after),
+    result = compare(read_any(args.before), read_any(args.after),
                      intersect=args.intersect, require=args.require)
     if args.format == "json":
         sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -94,6 +95,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert(args: argparse.Namespace) -> int:
+    n = convert(args.source, args.target)
+    print(f"wrote {n} traces to {args.target}", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from .pipeline.cli_run import run_from_args  # torch and friends load only for `run`
 
@@ -105,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     attribute = sub.add_parser("attribute", help="bucket counts with Wilson intervals, per group")
-    attribute.add_argument("files", nargs="+", metavar="FILE", help="trace files (.jsonl or .jsonl.gz)")
+    attribute.add_argument("files", nargs="+", metavar="FILE",
+                           help="trace files (.jsonl, .jsonl.gz, .parquet, or a folder of .parquet files)")
     attribute.add_argument("--by", default="pipeline", help="trace field or meta key to group by ('none': one group)")
     attribute.add_argument("--require", choices=["any", "all"], default="any",
                            help="a stage loses the question when no gold id (any) or some gold id (all) is missing")
@@ -122,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--require", choices=["any", "all"], default="any")
     comp.add_argument("--format", choices=["table", "json"], default="table")
     comp.set_defaults(func=_compare)
+
+    conv = sub.add_parser("convert", help="write traces from JSON Lines to Parquet or back (validated on the way)")
+    conv.add_argument("source", metavar="IN", help=".jsonl, .jsonl.gz, .parquet, or a folder of .parquet files")
+    conv.add_argument("target", metavar="OUT", help=".parquet, .jsonl or .jsonl.gz")
+    conv.set_defaults(func=_convert)
 
     run = sub.add_parser("run", help="run a retrieval → reranking → assembly → generation pipeline")
     try:

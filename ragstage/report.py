@@ -29,6 +29,7 @@ __all__ = [
     "flag_table",
     "Comparison",
     "compare",
+    "comparison_from_moves",
     "comparison_table",
 ]
 
@@ -284,28 +285,39 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
     """
     a = _by_query(before, require, "before")
     b = _by_query(after, require, "after")
-    only_a = tuple(sorted(set(a) - set(b)))
-    only_b = tuple(sorted(set(b) - set(a)))
+    return comparison_from_moves(Counter((a[q], b[q]) for q in a if q in b), set(a) - set(b), set(b) - set(a),
+                                 intersect=intersect)
+
+
+def comparison_from_moves(moves: Mapping[tuple[str, str], int], only_before: Iterable[str] = (),
+                          only_after: Iterable[str] = (), *, intersect: bool = False) -> Comparison:
+    """A :class:`Comparison` from the paired bucket counts ``{(before, after): questions}``.
+
+    :func:`compare` pairs traces in memory; :func:`ragstage.spark.compare` pairs them with a
+    join on a cluster and hands the counts here, so both give the same numbers, table and errors.
+    """
+    only_a, only_b = tuple(sorted(only_before)), tuple(sorted(only_after))
     if (only_a or only_b) and not intersect:
         sample = (only_a + only_b)[:3]
         raise ValueError(f"the runs cover different questions ({len(only_a)} only before, {len(only_b)} "
                          f"only after, e.g. {', '.join(sample)}); pass intersect=True to compare the shared ones")
-    shared = [q for q in a if q in b]
-    if not shared:
+    moves = {pair: int(k) for pair, k in moves.items() if k}
+    if not moves:
         raise ValueError("the two runs share no query_id")
-    decided = [q for q in shared if a[q] not in _UNKNOWN and b[q] not in _UNKNOWN]
-    fixed = sum(1 for q in decided if a[q] not in RIGHT and b[q] in RIGHT)
-    broken = sum(1 for q in decided if a[q] in RIGHT and b[q] not in RIGHT)
-    both_right = sum(1 for q in decided if a[q] in RIGHT and b[q] in RIGHT)
-    moves = Counter((a[q], b[q]) for q in shared)
+    n = sum(moves.values())
+    decided = {pair: k for pair, k in moves.items() if pair[0] not in _UNKNOWN and pair[1] not in _UNKNOWN}
+    fixed = sum(k for (src, dst), k in decided.items() if src not in RIGHT and dst in RIGHT)
+    broken = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst not in RIGHT)
+    both_right = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst in RIGHT)
+    undecided = n - sum(decided.values())
     used = [s for s in BUCKETS if any(s in pair for pair in moves)]
     migration = pd.DataFrame(0, index=pd.Index(used, name="before"), columns=pd.Index(used, name="after"))
     for (src, dst), k in moves.items():
         migration.loc[src, dst] = k
-    return Comparison(n=len(shared), fixed=fixed, broken=broken, both_right=both_right,
-                      both_wrong=len(decided) - fixed - broken - both_right,
-                      p_value=mcnemar(fixed, broken), migration=migration, undecided=len(shared) - len(decided),
-                      only_before=only_a, only_after=only_b)
+    return Comparison(n=n, fixed=fixed, broken=broken, both_right=both_right,
+                      both_wrong=n - undecided - fixed - broken - both_right,
+                      p_value=mcnemar(fixed, broken), migration=migration,
+                      only_before=only_a, only_after=only_b, undecided=undecided)
 
 
 def comparison_table(runs: Mapping[str, Sequence[Trace]], pairs: Iterable[tuple[str, str]], *,

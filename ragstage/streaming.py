@@ -14,14 +14,16 @@ Duplicates are located afterwards, with line numbers, by a second read of the fi
 
 from __future__ import annotations
 
+import gc
 import os
 from array import array
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from hashlib import blake2b
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
+from zlib import adler32, crc32
 
 import numpy as np
 import orjson
@@ -29,23 +31,91 @@ import orjson
 from .attribution import diagnose_record
 from .trace import TraceError, check_record, read_records
 
-__all__ = ["Tally", "count_files", "count_file"]
+__all__ = ["Tally", "count_files", "count_file", "tally_records", "group_of", "key_digest", "is_parquet"]
 
 _MIN_SPLIT = 4 << 20  # files under 4 MB are not worth a second process
 
 
-def _key_digest(query_id: str, pipeline: str) -> int:
-    digest = blake2b(f"{query_id}\x00{pipeline}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
+def key_digest(query_id: str, pipeline: str) -> int:
+    """A 64-bit digest of a (query_id, pipeline) key: CRC-32 and Adler-32 of its bytes, side by side.
+
+    Two checksums from zlib, because a cryptographic hash costs three times as much per trace
+    and buys nothing here: an equal digest is only a suspicion, confirmed or dismissed on the
+    keys themselves by :func:`find_duplicate`.
+    """
+    key = f"{query_id}\x00{pipeline}".encode()
+    return (crc32(key) << 32 | adler32(key)) - (1 << 63)
 
 
-def _group(rec: dict, by: str | None) -> str:
+def repeated_digests(parts: Iterable[bytes]) -> set[int]:
+    """The digests (``array("q")`` bytes from each reader) that occur more than once."""
+    digests = np.concatenate([np.frombuffer(p, dtype=np.int64) for p in parts] or [np.zeros(0, np.int64)])
+    digests.sort()
+    return {int(d) for d in digests[1:][digests[1:] == digests[:-1]]}
+
+
+def find_duplicate(keys: Iterable[tuple[str, int, str, str]], suspects: set[int],
+                   unit: str) -> tuple[str, str, int] | None:
+    """The first real duplicate among ``(path, position, query_id, pipeline)`` keys whose digest is suspect.
+
+    Returns ``(message, path, position)`` for the reader to raise as its own error (``unit``:
+    "line" or "row"), or None when every suspect digest was a checksum collision.
+    """
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for path, position, query_id, pipeline in keys:
+        if key_digest(query_id, pipeline) not in suspects:
+            continue
+        first = seen.setdefault((query_id, pipeline), (path, position))
+        if first != (path, position):
+            where = f"{unit} {first[1]}" + ("" if first[0] == path else f" of {first[0]}")
+            return f"duplicate query_id {query_id!r} for pipeline {pipeline!r} (first on {where})", path, position
+    return None
+
+
+def group_of(rec: dict, by: str | None) -> str:
+    """The group of a normalised record: a field's value, else a ``meta`` key's, as text."""
     if by is None:
         return "all"
     value = rec.get(by)
     if value is None:
         value = rec["meta"].get(by)
     return "(none)" if value is None else str(value)
+
+
+def tally_records(records: Iterable[dict], by: str | None, require: str, digests: array) -> dict[tuple, int]:
+    """Diagnose normalised records; ``{(group, stage, flags): count}``, each key's digest appended.
+
+    The one loop every reader (JSON Lines ranges, Parquet row groups) feeds, so they
+    count the same way. Counting a tuple key per trace is cheaper than updating a
+    :class:`Tally`; :meth:`Tally.from_counts` folds the few keys afterwards.
+    """
+    counts: dict[tuple, int] = {}
+    get, diagnose, digest, append = counts.get, diagnose_record, key_digest, digests.append
+    with _no_cycle_collector():
+        for rec in records:
+            append(digest(rec["query_id"], rec["pipeline"]))
+            d = diagnose(rec, require)
+            key = (group_of(rec, by), d[0], d[5])
+            counts[key] = get(key, 0) + 1
+    return counts
+
+
+@contextmanager
+def _no_cycle_collector() -> Iterator[None]:
+    """Pause Python's cycle collector while counting.
+
+    Decoded traces hold no reference cycles, so the collector finds nothing; but it runs every
+    few hundred allocations and walks whatever a reader holds (a Parquet batch turned into
+    Python lists), which cost more than the diagnosis itself. Reference counting still frees
+    every trace as soon as it is counted.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -55,19 +125,21 @@ class Tally:
     buckets: dict[str, Counter] = field(default_factory=dict)
     flags: dict[str, Counter] = field(default_factory=dict)
 
-    def add(self, group: str, stage: str, flags: tuple[str, ...]) -> None:
-        bucket = self.buckets.get(group)
-        if bucket is None:
-            bucket = self.buckets[group] = Counter()
-            self.flags[group] = Counter()
-        bucket[stage] += 1
-        if flags:
-            self.flags[group].update(flags)
-
     def update(self, other: "Tally") -> None:
         for group, bucket in other.buckets.items():
             self.buckets.setdefault(group, Counter()).update(bucket)
             self.flags.setdefault(group, Counter()).update(other.flags.get(group, ()))
+
+    @classmethod
+    def from_counts(cls, counts: dict[tuple, int]) -> "Tally":
+        """From :func:`tally_records`' ``{(group, stage, flags): count}``."""
+        tally = cls()
+        for (group, stage, flags), k in counts.items():
+            tally.buckets.setdefault(group, Counter())[stage.value] += k
+            flag_counts = tally.flags.setdefault(group, Counter())
+            for flag in flags:
+                flag_counts[flag] += k
+        return tally
 
     def totals(self) -> dict[str, int]:
         """Traces per group (the denominator of a flag's share)."""
@@ -84,10 +156,9 @@ class _Chunk:
     error: tuple[int, str, str | None] | None = None  # (line within chunk, message, field)
 
 
-def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> _Chunk:
-    out = _Chunk()
-    digests = array("q")
-    tally = out.tally
+def _range_records(path: str, start: int, end: int, chunk: _Chunk) -> Iterator[dict]:
+    """Normalised records of the lines that start in ``[start, end)``; ``chunk.lines`` counts them."""
+    loads, check = orjson.loads, check_record
     with open(path, "rb") as handle:
         handle.seek(start)
         pos = start
@@ -95,20 +166,21 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
             if pos >= end:
                 break
             pos += len(raw)
-            out.lines += 1
-            if not raw.strip():
+            chunk.lines += 1
+            if raw.isspace():
                 continue
-            try:
-                rec = check_record(orjson.loads(raw))
-            except orjson.JSONDecodeError as exc:
-                out.error = (out.lines, f"invalid JSON ({exc})", None)
-                break
-            except TraceError as exc:
-                out.error = (out.lines, exc.detail, exc.field)
-                break
-            digests.append(_key_digest(rec["query_id"], rec["pipeline"]))
-            d = diagnose_record(rec, require)
-            tally.add(_group(rec, by), d.stage.value, d.flags)
+            yield check(loads(raw))
+
+
+def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> _Chunk:
+    out = _Chunk()
+    digests = array("q")
+    try:
+        out.tally = Tally.from_counts(tally_records(_range_records(path, start, end, out), by, require, digests))
+    except orjson.JSONDecodeError as exc:
+        out.error = (out.lines, f"invalid JSON ({exc})", None)
+    except TraceError as exc:
+        out.error = (out.lines, exc.detail, exc.field)
     out.digests = digests.tobytes()
     return out
 
@@ -128,35 +200,26 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def _first_duplicate(path: Path, dup_digests: set[int]) -> TraceError:
-    """Find the line numbers of a duplicated key (and rule out a digest collision)."""
-    seen: dict[tuple[str, str], int] = {}
+def _line_keys(path: Path) -> Iterator[tuple[str, int, str, str]]:
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            rec = orjson.loads(raw)
-            key = (str(rec["query_id"]), rec.get("pipeline", "default"))
-            if _key_digest(*key) not in dup_digests:
-                continue
-            if key in seen:
-                return TraceError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} "
-                                  f"(first on line {seen[key]})", path=str(path), line=lineno, field="query_id")
-            seen[key] = lineno
-    raise AssertionError("unreachable: a duplicate digest with no duplicate key")  # pragma: no cover
+            if not raw.isspace():
+                rec = orjson.loads(raw)
+                yield str(path), lineno, str(rec["query_id"]), rec.get("pipeline", "default")
 
 
 def count_file(path: str | Path, by: str | None = "pipeline", require: str = "any",
                workers: int | None = None) -> Tally:
     """Bucket and flag counts per group for one ``.jsonl`` (split over workers) or ``.jsonl.gz`` file."""
     path = Path(path)
+    if is_parquet(path):
+        from .parquet import count_parquet  # pyarrow loads only for Parquet input
+
+        return count_parquet(path, by, require, workers)
     if path.suffix == ".gz" or not path.is_file():
-        # Compressed streams cannot be split by byte offset: read them in order.
-        tally = Tally()
-        for _, rec in read_records(path):
-            d = diagnose_record(rec, require)
-            tally.add(_group(rec, by), d.stage.value, d.flags)
-        return tally
+        # Compressed streams cannot be split by byte offset: read them in order (read_records
+        # checks duplicates itself, so the digests are not needed).
+        return Tally.from_counts(tally_records((rec for _, rec in read_records(path)), by, require, array("q")))
     workers = workers or os.cpu_count() or 1
     ranges = _ranges(path, workers)
     if len(ranges) == 1:
@@ -171,15 +234,22 @@ def count_file(path: str | Path, by: str | None = "pipeline", require: str = "an
             line, message, fld = chunk.error
             raise TraceError(message, path=str(path), line=offset + line, field=fld)
         offset += chunk.lines
-    digests = np.concatenate([np.frombuffer(c.digests, dtype=np.int64) for c in chunks])
-    digests.sort()
-    repeated = digests[1:][digests[1:] == digests[:-1]]
-    if repeated.size:
-        raise _first_duplicate(path, {int(d) for d in repeated})
+    suspects = repeated_digests(c.digests for c in chunks)
+    if suspects:
+        duplicate = find_duplicate(_line_keys(path), suspects, "line")
+        if duplicate is not None:
+            message, _, line = duplicate
+            raise TraceError(message, path=str(path), line=line, field="query_id")
     total = Tally()
     for chunk in chunks:
         total.update(chunk.tally)
     return total
+
+
+def is_parquet(path: str | Path) -> bool:
+    """A ``.parquet`` file, or a folder (a Parquet dataset: its ``.parquet`` files)."""
+    path = Path(path)
+    return path.suffix == ".parquet" or path.is_dir()
 
 
 def count_files(paths: Iterable[str | Path], by: str | None = "pipeline", require: str = "any",

@@ -1,9 +1,8 @@
 """The trace: one question through one pipeline, as one JSON object per line.
 
-The field names are a public contract (see the README's table). Every reader in the
-project goes through :func:`check_record`, so a typo such as ``promt`` or a ``gold``
-given as a string is rejected with the file, the line and the field, instead of being
-silently treated as "no prompt" or as a list of single characters.
+:class:`Trace` is the record the report, the widgets and the comparison share; the files
+are JSON Lines (``.jsonl`` or ``.jsonl.gz``). What each field may hold, and the check every
+reader runs, live in :mod:`ragstage.fields`; this module re-exports its public names.
 """
 
 from __future__ import annotations
@@ -11,9 +10,13 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 import orjson
+
+from .fields import FIELDS, TraceError, check_record, ranked_entries
+
+T = TypeVar("T")
 
 __all__ = [
     "FIELDS",
@@ -22,201 +25,11 @@ __all__ = [
     "check_record",
     "iter_json_lines",
     "open_text",
+    "read_json_lines",
     "read_records",
     "read_traces",
     "write_traces",
 ]
-
-
-class TraceError(ValueError):
-    """Bad trace input. The message names the file, the line and the field."""
-
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
-        self.path, self.line, self.field, self.detail = path, line, field, message
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if line is not None:
-            where.append(f"line {line}")
-        if field is not None:
-            where.append(f"field '{field}'")
-        super().__init__(f"{', '.join(where)}: {message}" if where else message)
-
-
-def _fail(msg: str, name: str) -> TraceError:
-    return TraceError(msg, field=name)
-
-
-def _as_id(value: Any, name: str) -> str:
-    # Ids are strings; integer ids (common in logs and in BEIR corpora) are read as their
-    # decimal text. Booleans are ints in Python, so they are excluded explicitly.
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise _fail(f"ids must be strings or integers, got {type(value).__name__} {value!r}", name)
-
-
-def _as_ids(value: Any, name: str) -> tuple[str, ...]:
-    if type(value) is list or type(value) is tuple:
-        # Fast path: a list of strings (the common case, and the one a million-line replay
-        # pays for) needs no per-element conversion.
-        for v in value:
-            if type(v) is not str:
-                break
-        else:
-            return tuple(value)
-        return tuple(_as_id(v, name) for v in value)
-    raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
-
-
-def _as_ranked(value: Any, name: str
-               ) -> tuple[tuple[str, ...], tuple[float, ...] | None, tuple[str | None, ...] | None]:
-    """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
-
-    Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
-    unless some entry names one (seed 004's minimum log: id, score and section).
-    """
-    if not isinstance(value, (list, tuple)):
-        raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
-    if value and isinstance(value[0], dict):
-        ids, scores, sections = [], [], []
-        for item in value:
-            if not isinstance(item, dict) or "id" not in item:
-                raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
-            extra = set(item) - _RANKED_KEYS
-            if extra:
-                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry (known: id, score, section)", name)
-            score = item.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise _fail(f"score must be a number, got {score!r}", name)
-            section = item.get("section")
-            if section is not None and type(section) is not str:
-                raise _fail(f"section must be a string, got {section!r:.40}", name)
-            ids.append(_as_id(item["id"], name))
-            scores.append(float(score))
-            sections.append(section)
-        return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
-    return _as_ids(value, name), None, None
-
-
-_RANKED_KEYS = frozenset({"id", "score", "section"})
-_PROMPT_SOURCES = ("logged", "recovered")
-
-
-def _as_prompt_source(value: Any, name: str) -> str:
-    if value not in _PROMPT_SOURCES:
-        raise _fail(f"expected one of {', '.join(_PROMPT_SOURCES)}, got {value!r:.40}", name)
-    return value
-
-
-def _as_str(value: Any, name: str) -> str:
-    if type(value) is not str:
-        raise _fail(f"expected a string, got {type(value).__name__}", name)
-    return value
-
-
-def _as_bool(value: Any, name: str) -> bool:
-    if type(value) is not bool:
-        raise _fail(f"expected true or false, got {value!r:.40}", name)
-    return value
-
-
-def _as_bools(value: Any, name: str) -> tuple[bool, ...]:
-    if not isinstance(value, (list, tuple)) or not all(type(v) is bool for v in value):
-        raise _fail(f"expected a list of true/false claim labels, got {value!r:.60}", name)
-    return tuple(value)
-
-
-def _as_dict(value: Any, name: str) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _fail(f"expected an object, got {type(value).__name__}", name)
-    return value
-
-
-def _as_error(value: Any, name: str) -> dict[str, str]:
-    if not isinstance(value, dict) or set(value) - {"stage", "message"} or "stage" not in value:
-        raise _fail('expected {"stage": ..., "message": ...}', name)
-    if not isinstance(value["stage"], str) or not isinstance(value.get("message", ""), str):
-        raise _fail("stage and message must be strings", name)
-    return {"stage": value["stage"], "message": value.get("message", "")}
-
-
-def _nullable(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    def checked(value: Any, name: str) -> Any:
-        return None if value is None else check(value, name)
-    return checked
-
-
-def _not_null(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    def checked(value: Any, name: str) -> Any:
-        if value is None:
-            raise _fail("must not be null", name)
-        return check(value, name)
-    return checked
-
-
-# name -> (checker, default). The order is the documented order of the fields.
-FIELDS: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
-    "query_id": (_nullable(_as_id), None),  # null is reported as missing below
-    "pipeline": (_not_null(_as_str), "default"),
-    "query": (_not_null(_as_str), ""),
-    "gold": (_not_null(_as_ids), ()),
-    "answerable": (_not_null(_as_bool), True),
-    "retrieved": (_not_null(_as_ids), ()),  # read by _as_ranked, see check_record
-    "reranked": (_nullable(_as_ids), None),  # read by _as_ranked too
-    "prompt": (_nullable(_as_ids), None),
-    "prompt_source": (_nullable(_as_prompt_source), None),
-    "truncated": (_nullable(_as_ids), None),
-    "answer": (_not_null(_as_str), ""),
-    "answer_ids": (_nullable(_as_ids), None),
-    "correct": (_nullable(_as_bool), None),
-    "refused": (_not_null(_as_bool), False),
-    "claims": (_nullable(_as_bools), None),
-    "complete": (_nullable(_as_bool), None),
-    "query_ok": (_nullable(_as_bool), None),
-    "error": (_nullable(_as_error), None),
-    "model": (_nullable(_as_str), None),
-    "prompt_version": (_nullable(_as_str), None),
-    "timestamp": (_nullable(_as_str), None),
-    "meta": (_nullable(_as_dict), None),
-}
-_DEFAULTS = {name: default for name, (_, default) in FIELDS.items()}
-# Not JSON fields of their own: the scores and sections of ranked ``{"id", "score"}`` entries.
-_RANKED_EXTRAS = {f"{stage}_{part}": None for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
-
-
-def check_record(record: Any) -> dict[str, Any]:
-    """Validate one decoded JSON object and return it normalised.
-
-    Normalised means: every field present with its default, ids as strings in tuples,
-    ``retrieved`` and ``reranked`` split into ids, ``<stage>_scores`` and
-    ``<stage>_sections`` (None unless given), ``meta`` a dict. Raises
-    :class:`TraceError` naming the field (the caller adds file and line).
-    """
-    if type(record) is not dict:
-        raise TraceError(f"a trace must be a JSON object, got {type(record).__name__}")
-    out = dict(_DEFAULTS)
-    out.update(_RANKED_EXTRAS)
-    for name, value in record.items():
-        spec = FIELDS.get(name)
-        if spec is None:
-            raise _fail(f"unknown field (known: {', '.join(FIELDS)})", name)
-        if name == "retrieved":
-            if value is None:
-                raise _fail("must not be null", name)
-            out["retrieved"], out["retrieved_scores"], out["retrieved_sections"] = _as_ranked(value, name)
-        elif name == "reranked":
-            if value is not None:
-                out["reranked"], out["reranked_scores"], out["reranked_sections"] = _as_ranked(value, name)
-        else:
-            out[name] = spec[0](value, name)
-    if out["query_id"] is None:
-        raise _fail("missing (every trace needs a query_id)", "query_id")
-    if out["meta"] is None:
-        out["meta"] = {}
-    return out
 
 
 @dataclass(frozen=True)
@@ -262,7 +75,7 @@ class Trace:
         # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
         raw = {k: getattr(self, k) for k in FIELDS}
         for stage in ("retrieved", "reranked"):
-            ranked = _ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
+            ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
                                      getattr(self, f"{stage}_sections"), stage)
             if ranked is not None:
                 raw[stage] = ranked
@@ -292,7 +105,7 @@ class Trace:
                 value = list(value)
             out[name] = value
         for stage in ("retrieved", "reranked"):
-            ranked = _ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
+            ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
                                      getattr(self, f"{stage}_sections"), stage)
             if ranked is not None:
                 out[stage] = ranked
@@ -304,24 +117,6 @@ class Trace:
         record = self.to_dict()
         record.update(changes)
         return Trace.from_dict(record)
-
-
-def _ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
-                    sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
-    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores."""
-    if ids is None or scores is None:
-        if sections is not None:
-            raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)
-        return None
-    if len(scores) != len(ids) or (sections is not None and len(sections) != len(ids)):
-        raise _fail(f"{len(ids)} ids but {len(scores)} scores"
-                    + ("" if sections is None else f" and {len(sections)} sections"), name)
-    entries: list[dict[str, Any]] = [{"id": i, "score": s} for i, s in zip(ids, scores)]
-    if sections is not None:
-        for entry, section in zip(entries, sections):
-            if section is not None:
-                entry["section"] = section
-    return entries
 
 
 def open_text(path: str | Path, mode: str = "r") -> IO[str]:
@@ -349,6 +144,31 @@ def iter_json_lines(lines: Iterable[str | bytes],
             raise fail(f"invalid JSON ({exc})", lineno) from None
 
 
+def read_json_lines(path: str | Path, parse: Callable[[Any], T],
+                    error: type[TraceError] = TraceError) -> Iterator[tuple[int, T]]:
+    """``(line number, parse(value))`` for every non-blank line of a JSON Lines file (``.gz`` too).
+
+    The one file loop of the project's JSON Lines readers (traces, span exports, labels):
+    a file that cannot be opened or read, a line that is not JSON, and an ``error`` that
+    ``parse`` raises (its field kept) all come out as ``error`` naming the file and the line.
+    """
+    try:
+        handle = open_text(path)
+    except OSError as exc:
+        raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, raw in iter_json_lines(handle, lambda msg, n: error(msg, path=str(path), line=n)):
+                try:
+                    value = parse(raw)
+                except error as exc:
+                    raise error(exc.detail, path=str(path), line=lineno, field=exc.field) from None
+                yield lineno, value
+        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+            raise error(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
+
+
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream ``(line number, normalised record)`` pairs from a JSON Lines file.
 
@@ -357,27 +177,13 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     a replay would otherwise count that question twice.
     """
     seen: dict[tuple[str, str], int] = {}
-    try:
-        handle = open_text(path)
-    except OSError as exc:
-        raise TraceError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with handle:
-        lineno = 0
-        try:
-            for lineno, raw in iter_json_lines(handle, lambda msg, n: TraceError(msg, path=str(path), line=n)):
-                try:
-                    rec = check_record(raw)
-                except TraceError as exc:
-                    raise TraceError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
-                key = (rec["query_id"], rec["pipeline"])
-                if key in seen:
-                    raise TraceError(
-                        f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
-                        path=str(path), line=lineno, field="query_id")
-                seen[key] = lineno
-                yield lineno, rec
-        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
-            raise TraceError(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
+    for lineno, rec in read_json_lines(path, check_record):
+        key = (rec["query_id"], rec["pipeline"])
+        if key in seen:
+            raise TraceError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
+                             path=str(path), line=lineno, field="query_id")
+        seen[key] = lineno
+        yield lineno, rec
 
 
 def read_traces(path: str | Path) -> Iterator[Trace]:

@@ -70,25 +70,37 @@ def _buckets(result):
     return {t.query_id: diagnose(t).stage.value for t in result.traces}
 
 
+# (query id, question, scripted answer, settings): each request loses its evidence at a known
+# stage. The evictions and cuts use each framework's own mechanism, so their settings differ.
+SHARED_REQUESTS = [
+    ("weeks", WEEKS, "Fourteen weeks.", {}),
+    ("hotel", HOTEL, "100 euros per night.", {}),
+    ("login", LOGIN, "Every month.", {}),
+    ("flights", FLIGHTS, "A director.", {"rerank_top": 1}),
+]
+FAILING_REQUESTS = [("down", WEEKS, "", {"fail": True}), ("no-llm", WEEKS, "", {"llm": False})]
+LANGCHAIN_REQUESTS = SHARED_REQUESTS + [
+    ("laptops-evict", LAPTOPS, "Every ninety days.", {"budget": 150, "mode": "evict"}),
+    ("laptops-cut", LAPTOPS, "Every ninety days.", {"budget": 180, "mode": "cut"}),
+] + FAILING_REQUESTS + [("unlabelled", TRAINING, "Yes.", {}), (None, WEEKS, "Fourteen weeks.", {})]
+LLAMAINDEX_REQUESTS = SHARED_REQUESTS + [
+    ("laptops-evict", LAPTOPS, "Every ninety days.", {"cutoff": 3.0}),
+    ("laptops-cut", LAPTOPS, "Every ninety days.", {"context_window": 100}),
+] + FAILING_REQUESTS
+
+
+def _ask_all(app, requests):
+    for query_id, question, answer, settings in requests:
+        app.ask(query_id, question, answer, **settings)
+
+
 @pytest.fixture(scope="module")
 def langchain_run(tmp_path_factory):
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
     app = LangChainApp()
-
-    def run():
-        app.ask("weeks", WEEKS, "Fourteen weeks.")
-        app.ask("hotel", HOTEL, "100 euros per night.")
-        app.ask("login", LOGIN, "Every month.")
-        app.ask("flights", FLIGHTS, "A director.", rerank_top=1)
-        app.ask("laptops-evict", LAPTOPS, "Every ninety days.", budget=150, mode="evict")
-        app.ask("laptops-cut", LAPTOPS, "Every ninety days.", budget=180, mode="cut")
-        app.ask("down", WEEKS, "", fail=True)
-        app.ask("no-llm", WEEKS, llm=False)
-        app.ask("unlabelled", TRAINING, "Yes.")
-        app.ask(None, WEEKS, "Fourteen weeks.")
-
-    return _capture(tmp_path_factory.mktemp("langchain"), LangChainInstrumentor(), run)
+    return _capture(tmp_path_factory.mktemp("langchain"), LangChainInstrumentor(),
+                    lambda: _ask_all(app, LANGCHAIN_REQUESTS))
 
 
 @pytest.fixture(scope="module")
@@ -96,18 +108,8 @@ def llamaindex_run(tmp_path_factory):
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
     app = LlamaIndexApp()
-
-    def run():
-        app.ask("weeks", WEEKS, "Fourteen weeks.")
-        app.ask("hotel", HOTEL, "100 euros per night.")
-        app.ask("login", LOGIN, "Every month.")
-        app.ask("flights", FLIGHTS, "A director.", rerank_top=1)
-        app.ask("laptops-evict", LAPTOPS, "Every ninety days.", cutoff=3.0)
-        app.ask("laptops-cut", LAPTOPS, "Every ninety days.", context_window=100)
-        app.ask("down", WEEKS, "", fail=True)
-        app.ask("no-llm", WEEKS, llm=False)
-
-    return _capture(tmp_path_factory.mktemp("llamaindex"), LlamaIndexInstrumentor(), run)
+    return _capture(tmp_path_factory.mktemp("llamaindex"), LlamaIndexInstrumentor(),
+                    lambda: _ask_all(app, LLAMAINDEX_REQUESTS))
 
 
 LANGCHAIN_EXPECTED = {

@@ -5,8 +5,9 @@ Every ``notebooks/*.ipynb``:
 * opens with a markdown cell that says what the chapter teaches, how long it takes (a
   "minutes" phrase) and what to edit, and names only files that exist;
 * ends with a markdown cell with the exercises (a heading containing "Exercise");
-* has the Colab guard as its first code cell, verbatim, and that cell does nothing outside
-  Colab (checked by running it through IPython's input transformer with a fake shell);
+* has the Colab guard as its first code cell, verbatim (installing the extra the chapter needs,
+  if any: ``COLAB_EXTRAS``), and that cell does nothing outside Colab (checked by running it
+  through IPython's input transformer with a fake shell);
 * is stored executed top to bottom in a fresh kernel (execution counts 1, 2, 3, ...), with
   outputs on every cell that should show something and no error output;
 * uses the ``python3`` kernel.
@@ -36,13 +37,22 @@ NOTEBOOK_DIR = REPO / "notebooks"
 README = REPO / "README.md"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
-COLAB_GUARD = """\
-# In Colab, install the workbook first; everywhere else this cell does nothing.
-import sys
-if "google.colab" in sys.modules:
-    %pip install -q "ragstage @ git+https://github.com/ragstage/ragstage"
-"""
-COLAB_PIP_ARGS = 'install -q "ragstage @ git+https://github.com/ragstage/ragstage"'
+# A chapter that needs an optional extra installs it in the guard; every other chapter installs
+# the bare workbook. Only these exact variants are accepted.
+COLAB_EXTRAS = {"07_your_own_system.ipynb": "frameworks"}
+
+
+def colab_pip_args(path: Path) -> str:
+    extra = COLAB_EXTRAS.get(path.name)
+    requirement = f"ragstage[{extra}]" if extra else "ragstage"
+    return f'install -q "{requirement} @ git+https://github.com/ragstage/ragstage"'
+
+
+def colab_guard(path: Path) -> str:
+    return ("# In Colab, install the workbook first; everywhere else this cell does nothing.\n"
+            "import sys\n"
+            'if "google.colab" in sys.modules:\n'
+            f"    %pip {colab_pip_args(path)}\n")
 
 
 def rel(path: Path) -> str:
@@ -115,8 +125,9 @@ def first_code_source(path: Path) -> str:
 
 @notebook_params
 def test_first_code_cell_is_the_colab_guard(path):
-    assert first_code_source(path).rstrip("\n") == COLAB_GUARD.rstrip("\n"), (
-        f"{path.name}: the first code cell should be exactly the Colab guard:\n{COLAB_GUARD}")
+    guard = colab_guard(path)
+    assert first_code_source(path).rstrip("\n") == guard.rstrip("\n"), (
+        f"{path.name}: the first code cell should be exactly the Colab guard:\n{guard}")
 
 
 class FakeShell:
@@ -159,7 +170,17 @@ def test_colab_guard_installs_the_workbook_in_colab(path, monkeypatch):
     monkeypatch.setitem(sys.modules, "google", google)
     monkeypatch.setitem(sys.modules, "google.colab", colab)
     calls = run_guard(first_code_source(path)).calls
-    assert calls == [("line", "pip", COLAB_PIP_ARGS)], f"{path.name}: in Colab the guard cell ran {calls}"
+    assert calls == [("line", "pip", colab_pip_args(path))], f"{path.name}: in Colab the guard cell ran {calls}"
+
+
+def test_colab_extras_name_real_notebooks_and_extras():
+    """An entry for a renamed notebook, or an extra pyproject.toml does not define, fails here."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for name, extra in COLAB_EXTRAS.items():
+        assert (NOTEBOOK_DIR / name).exists(), f"COLAB_EXTRAS names a missing notebook {name}"
+        assert extra in extras, f"{name}: extra {extra!r} is not in pyproject.toml"
 
 
 def test_the_fake_shell_sees_magics():

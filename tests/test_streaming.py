@@ -1,27 +1,13 @@
 """The streaming counter gives the same counts as diagnosing Trace objects, on any split."""
 
 import gzip
-import random
 
 import pytest
+from trace_sets import synthetic
 
-from ragstage import Trace, TraceError, write_traces
+from ragstage import TraceError, write_traces
 from ragstage.report import count_buckets, count_flags
 from ragstage.streaming import _ranges, count_file, count_files
-
-
-def synthetic(n, seed=0):
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        docs = [f"d{rng.randrange(50)}" for _ in range(8)]
-        out.append(Trace(query_id=f"q{i}", pipeline=rng.choice(["a", "b"]), gold=[rng.choice(docs + ["zz"])],
-                         retrieved=docs, reranked=docs[:4] if rng.random() < 0.7 else None,
-                         prompt=docs[: rng.randrange(0, 4)] if rng.random() < 0.9 else None,
-                         answer_ids=[rng.choice(docs)] if rng.random() < 0.8 else None,
-                         answer=rng.choice(["", "It takes 3 days.", "See [2].", "See [7]."]),
-                         meta={"kind": rng.choice(["rare", "broad"])}))
-    return out
 
 
 @pytest.fixture(scope="module")

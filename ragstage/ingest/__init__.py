@@ -2,7 +2,9 @@
 
 Nothing here imports OpenTelemetry, LangChain or LlamaIndex at import time: span objects
 from the SDK are read by duck typing, and the one piece that needs the SDK
-(:func:`otlp_file_exporter`) imports it when called. The ``tracing`` extra installs it.
+(:func:`otlp_file_exporter`, :func:`record_spans`) imports it when called; the ``tracing``
+extra installs it. ``ragstage.ingest.demo`` (chapter 7's LangChain application) is a separate
+import and needs the ``frameworks`` extra.
 """
 
 from .build import IngestOptions, IngestResult, ingest_openinference, judge_contains, load_spans
@@ -10,6 +12,7 @@ from .gold import ChunkKeys, Label, locate_llamaindex_nodes, read_labels
 from .otlp import otlp_file_exporter, read_otlp_json, write_otlp_json
 from .phoenix import from_phoenix
 from .ragas import ragas_to_traces
+from .record import record_spans, seeded_id_generator
 from .recover import normalise, recover_prompt_ids
 from .spans import Span, SpanError, from_sdk_spans
 
@@ -31,6 +34,8 @@ __all__ = [
     "ragas_to_traces",
     "read_labels",
     "read_otlp_json",
+    "record_spans",
     "recover_prompt_ids",
+    "seeded_id_generator",
     "write_otlp_json",
 ]

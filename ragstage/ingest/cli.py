@@ -16,12 +16,14 @@ __all__ = ["add_ingest_parser", "add_doctor_parser"]
 
 
 def _options(args: argparse.Namespace) -> dict:
+    from .build import judge_contains
     from .gold import ChunkKeys
 
     defaults = ChunkKeys()
     keys = ChunkKeys(doc=args.doc_key or defaults.doc, start=args.start_key or defaults.start,
                      end=args.end_key or defaults.end)
-    return {"chunk_keys": keys, "query_id_key": args.query_id_key}
+    judge = judge_contains if args.judge == "contains" else None
+    return {"chunk_keys": keys, "query_id_key": args.query_id_key, "judge": judge}
 
 
 def _add_span_options(parser: argparse.ArgumentParser) -> None:
@@ -35,14 +37,15 @@ def _add_span_options(parser: argparse.ArgumentParser) -> None:
                         help="chunk metadata key of the end offset (default: end_index, end_char_idx; "
                              "else start + length)")
     parser.add_argument("--query-id-key", default="query_id", help="span metadata key holding the question id")
+    parser.add_argument("--judge", choices=["none", "contains"], default="none",
+                        help="contains: an answer is right when it contains the label's reference answer")
 
 
 def _ingest_openinference(args: argparse.Namespace) -> int:
-    from .build import ingest_openinference, judge_contains
+    from .build import ingest_openinference
 
     result = ingest_openinference(args.spans, labels=args.labels, pipeline=args.pipeline,
-                                  recover_prompt=not args.no_recover_prompt,
-                                  judge=judge_contains if args.judge == "contains" else None, **_options(args))
+                                  recover_prompt=not args.no_recover_prompt, **_options(args))
     n = result.write(args.out)
     print(f"wrote {n} trace(s) to {args.out}", file=sys.stderr)
     print(result.summary(), file=sys.stderr)
@@ -69,8 +72,6 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
     oi.add_argument("--pipeline", default="default", help="pipeline name for traces whose spans do not set one")
     oi.add_argument("--no-recover-prompt", action="store_true",
                     help="do not recover prompt ids from the prompt text (prompt stays 'not logged')")
-    oi.add_argument("--judge", choices=["none", "contains"], default="none",
-                    help="contains: an answer is right when it contains the label's reference answer")
     oi.add_argument("--strict", action="store_true",
                     help="exit 1 when a label matched no request or a request had no LLM span")
     _add_span_options(oi)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ..trace import iter_json_lines, open_text
+from ..trace import read_json_lines
 from .spans import SpanError
 
 __all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
@@ -154,19 +154,8 @@ def parse_label(record: Any) -> Label:
 
 def read_labels(path: str | Path) -> list[Label]:
     """Labels from a JSON Lines file; an error names the file, the line and the key."""
-    labels = []
-    try:
-        handle = open_text(path)
-    except OSError as exc:
-        raise SpanError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with handle:
-        for lineno, record in iter_json_lines(handle, lambda msg, n: SpanError(msg, path=str(path), line=n)):
-            try:
-                label = parse_label(record)
-            except SpanError as exc:
-                raise SpanError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
-            labels.append(Label(**{**label.__dict__, "line": lineno}))
-    return labels
+    return [Label(**{**label.__dict__, "line": lineno})
+            for lineno, label in read_json_lines(path, parse_label, SpanError)]
 
 
 class LabelIndex:

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..trace import iter_json_lines, open_text
+from ..trace import open_text, read_json_lines
 from ..tracelog import append_line
 from .spans import Span, SpanError
 
@@ -110,16 +110,8 @@ def spans_from_request(obj: Any) -> Iterator[Span]:
 
 def read_otlp_json(path: str | Path) -> Iterator[Span]:
     """Stream the spans of an OTLP JSON Lines file (``.gz`` too); errors name file, line, field."""
-    try:
-        handle = open_text(path)
-    except OSError as exc:
-        raise SpanError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with handle:
-        for lineno, obj in iter_json_lines(handle, lambda msg, n: SpanError(msg, path=str(path), line=n)):
-            try:
-                yield from spans_from_request(obj)
-            except SpanError as exc:
-                raise SpanError(exc.detail, path=str(path), line=lineno, field=exc.field) from None
+    for _, spans in read_json_lines(path, lambda obj: list(spans_from_request(obj)), SpanError):
+        yield from spans
 
 
 def is_otlp_json(path: str | Path) -> bool:

@@ -1,0 +1,320 @@
+"""Traces as Parquet: the Arrow schema, reading by row group, writing, and counting on every core.
+
+A team whose traces live in a lake should not have to export JSON Lines. A Parquet row is a
+trace: each column holds one field of :data:`ragstage.trace.FIELDS` (a null is a JSON
+null, so ``gold`` may not be null, exactly as in a JSON line), and every row goes through
+the same :func:`~ragstage.trace.check_record` and :func:`~ragstage.attribution.diagnose_record`
+as a JSON line. Errors name the file, the row (1-based, within the file) and the field.
+
+The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`: ids
+as ``list<string>``, the scores and sections of ranked entries in columns of their own
+(``retrieved_scores``, ``retrieved_sections``, ``reranked_scores``, ``reranked_sections``),
+``error`` as ``struct<stage, message>``, ``meta`` as JSON text. A file may hold any subset
+of these columns; a missing column is a field absent from every trace.
+
+pyarrow is imported with this module only: ``import ragstage`` does not load it.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .fields import FIELDS, NULLABLE_FIELDS, TraceError, check_record, ranked_entries
+from .streaming import Tally, find_duplicate, repeated_digests, tally_records
+from .trace import Trace
+
+__all__ = ["SCHEMA", "RowError", "parquet_files", "read_parquet_records", "read_parquet", "write_parquet",
+           "count_parquet"]
+
+_IDS = pa.list_(pa.string())
+#: The Arrow schema of a trace, in the documented field order.
+SCHEMA = pa.schema([
+    ("query_id", pa.string()), ("pipeline", pa.string()), ("query", pa.string()), ("gold", _IDS),
+    ("answerable", pa.bool_()),
+    ("retrieved", _IDS), ("retrieved_scores", pa.list_(pa.float64())), ("retrieved_sections", _IDS),
+    ("reranked", _IDS), ("reranked_scores", pa.list_(pa.float64())), ("reranked_sections", _IDS),
+    ("prompt", _IDS), ("prompt_source", pa.string()), ("truncated", _IDS), ("answer", pa.string()),
+    ("answer_ids", _IDS), ("correct", pa.bool_()), ("refused", pa.bool_()), ("claims", pa.list_(pa.bool_())),
+    ("complete", pa.bool_()), ("query_ok", pa.bool_()),
+    ("error", pa.struct([("stage", pa.string()), ("message", pa.string())])),
+    ("model", pa.string()), ("prompt_version", pa.string()), ("timestamp", pa.string()), ("meta", pa.string()),
+])
+_RANKED = {f"{stage}_{part}": stage for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
+# Columns no rule reads: skipped when their type and null counts already prove every value valid.
+_UNREAD = {"query": False, "model": True, "prompt_version": True, "timestamp": True}  # name -> nullable
+_ROWS_PER_GROUP = 131_072
+_BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
+
+
+class RowError(TraceError):
+    """Bad trace input in a Parquet file: names the file, the row (1-based) and the field."""
+
+    def __init__(self, message: str, *, path: str, row: int | None = None, field: str | None = None) -> None:
+        super().__init__(message, path=path, line=row, field=field)
+        where = [path] + ([f"row {row}"] if row is not None else []) + ([f"field '{field}'"] if field else [])
+        self.args = (f"{', '.join(where)}: {message}",)
+
+
+def parquet_files(path: str | Path) -> list[Path]:
+    """The Parquet files of a path: the file itself, or a folder's ``*.parquet`` files (recursively, sorted)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+        if not files:
+            raise TraceError("no .parquet files in this folder", path=str(path))
+        return files
+    if not path.is_file():
+        raise TraceError("cannot open: No such file or directory", path=str(path))
+    return [path]
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(f"unreadable Parquet file ({exc})", path=str(path)) from None
+
+
+def _columns(pf: pq.ParquetFile, path: Path, by: str | None, every: bool) -> list[str]:
+    """The columns to read: every trace column, less those no rule reads whose values are known valid."""
+    schema = pf.schema_arrow
+    names = schema.names
+    for name in names:
+        if name not in FIELDS and name not in _RANKED:
+            raise RowError(f"unknown field (known: {', '.join(FIELDS)})", path=str(path), field=name)
+    keep = []
+    for name in names:
+        nullable = _UNREAD.get(name)
+        if not every and nullable is not None and name != by and pa.types.is_string(schema.field(name).type) and (
+                nullable or _no_nulls(pf, name)):
+            continue
+        keep.append(name)
+    return keep
+
+
+def _no_nulls(pf: pq.ParquetFile, name: str) -> bool:
+    """Whether the file's statistics prove a top-level (not nested) column free of nulls."""
+    meta = pf.metadata
+    leaf = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == name), None)
+    if leaf is None:
+        return False
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(leaf).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return False
+    return True
+
+
+def _drop_null_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Leave out a column that is null on every row of the batch where null is allowed: that is
+    the field's default, the same as a JSON line without it, and costs nothing to convert."""
+    names = batch.schema.names
+    drop = [i for i, name in enumerate(names) if (name in NULLABLE_FIELDS or name in _RANKED) and name != "query_id"
+            and batch.column(i).null_count == batch.num_rows]
+    for i in reversed(drop):
+        batch = batch.remove_column(i)
+    return batch
+
+
+def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The raw trace objects of a batch, as a JSON line would decode them (but for ranked scores)."""
+    names = batch.schema.names
+    values = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
+    if "meta" in values:
+        values["meta"] = [None if m is None else _meta(m) for m in values["meta"]]
+    keys = list(values)
+    return [dict(zip(keys, row)) for row in zip(*values.values())]
+
+
+class _BadMeta(str):
+    """meta text that is not JSON: reported as a bad ``meta`` field by :func:`_check`."""
+
+
+def _meta(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _BadMeta(text)
+
+
+_FOLDED = {*_RANKED, "meta"}  # columns that need _check's work before check_record
+
+
+def _check(raw: dict[str, Any]) -> dict[str, Any]:
+    for stage in ("retrieved", "reranked"):  # scores and sections fold back into {"id", "score"} entries
+        scores, sections = raw.pop(f"{stage}_scores", None), raw.pop(f"{stage}_sections", None)
+        if scores is not None or sections is not None:
+            entries = ranked_entries(raw.get(stage), scores, sections, stage)
+            if entries is not None:
+                raw[stage] = entries
+    if type(raw.get("meta")) is _BadMeta:
+        raise TraceError(f"expected JSON text of an object, got {raw['meta']!r:.60}", field="meta")
+    return check_record(raw)
+
+
+def _groups(path: str | Path) -> list[tuple[Path, int]]:
+    return [(f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
+
+
+def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool
+                   ) -> Iterator[tuple[str, int, Iterator[dict[str, Any]]]]:
+    """For each row group: its file, the row before its first, and its normalised records."""
+    current: tuple[Path, pq.ParquetFile, list[str], list[int]] | None = None
+    for file, g in groups:
+        if current is None or current[0] != file:
+            pf = _open(file)
+            sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+            current = (file, pf, _columns(pf, file, by, every), [sum(sizes[:i]) for i in range(len(sizes))])
+        _, pf, columns, starts = current
+        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g])
+
+
+def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int) -> Iterator[dict[str, Any]]:
+    try:
+        for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
+            batch = _drop_null_columns(batch)
+            check = _check if _FOLDED.intersection(batch.schema.names) else check_record
+            for raw in _records(batch):
+                row += 1
+                try:
+                    yield check(raw)
+                except TraceError as exc:
+                    raise RowError(exc.detail, path=file, row=row, field=exc.field) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise RowError(f"unreadable row group {group} ({exc})", path=file, row=row + 1) from None
+
+
+def read_parquet_records(path: str | Path, *, every: bool = True) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """``(file, row, normalised record)`` for every row, streamed one row group at a time.
+
+    ``every=False`` reads only the columns attribution needs: the text columns no rule reads
+    are skipped when the file's schema and statistics prove them valid (then those fields
+    keep their defaults). No duplicate check here: see :func:`count_parquet` and
+    :func:`read_parquet`.
+    """
+    for file, start, records in _group_records(_groups(path), None, every):
+        for row, rec in enumerate(records, start=start + 1):
+            yield file, row, rec
+
+
+def _key_columns(files: list[Path]) -> Iterator[tuple[str, int, str, str]]:
+    for file in files:
+        pf = _open(file)
+        columns = [c for c in ("query_id", "pipeline") if c in pf.schema_arrow.names]
+        row = 0
+        for batch in pf.iter_batches(columns=columns):
+            ids = batch.column(0).to_pylist()
+            pipes = batch.column(1).to_pylist() if len(columns) == 2 else ["default"] * batch.num_rows
+            for query_id, pipeline in zip(ids, pipes):
+                row += 1
+                yield str(file), row, str(query_id), pipeline
+
+
+def _raise_duplicate(files: list[Path], suspects: set[int]) -> None:
+    duplicate = find_duplicate(_key_columns(files), suspects, "row")
+    if duplicate is not None:
+        message, file, row = duplicate
+        raise RowError(message, path=file, row=row, field="query_id")
+
+
+def read_parquet(path: str | Path) -> Iterator[Trace]:
+    """Stream :class:`~ragstage.trace.Trace` objects from a Parquet file or folder.
+
+    A duplicate (``query_id``, ``pipeline``) within the file or folder is an error, as in a
+    JSON Lines file.
+    """
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for file, row, rec in read_parquet_records(path):
+        key = (rec["query_id"], rec["pipeline"])
+        first = seen.setdefault(key, (file, row))
+        if first != (file, row):
+            where = f"row {first[1]}" + ("" if first[0] == file else f" of {first[0]}")
+            raise RowError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on {where})",
+                           path=file, row=row, field="query_id")
+        yield Trace._from_clean(rec)
+
+
+def _column_value(name: str, value: Any) -> Any:
+    if name == "meta":
+        return orjson.dumps(value).decode() if value else None
+    return list(value) if isinstance(value, tuple) else value
+
+
+def write_parquet(path: str | Path, records: Iterable[dict[str, Any] | Trace],
+                  rows_per_group: int = _ROWS_PER_GROUP) -> int:
+    """Write traces (Trace objects or normalised records) with :data:`SCHEMA`; returns the count."""
+    names = SCHEMA.names
+    n = 0
+    with pq.ParquetWriter(path, SCHEMA, compression="zstd") as writer:
+        columns: dict[str, list[Any]] = {name: [] for name in names}
+        for item in records:
+            rec = vars(item) if isinstance(item, Trace) else item
+            for name in names:
+                columns[name].append(_column_value(name, rec[name]))
+            n += 1
+            if len(columns["query_id"]) == rows_per_group:
+                writer.write_table(pa.table(columns, schema=SCHEMA), row_group_size=rows_per_group)
+                columns = {name: [] for name in names}
+        if columns["query_id"] or n == 0:
+            writer.write_table(pa.table(columns, schema=SCHEMA), row_group_size=rows_per_group)
+    return n
+
+
+@dataclass
+class _Share:
+    """What one worker learned from its row groups."""
+
+    tally: Tally = field(default_factory=Tally)
+    digests: bytes = b""
+    error: tuple[str, str, int | None, str | None] | None = None  # message, file, row, field
+
+
+def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> _Share:
+    out = _Share()
+    digests = array("q")
+    try:
+        records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False))
+        out.tally = Tally.from_counts(tally_records(records, by, require, digests))
+    except RowError as exc:
+        out.error = (exc.detail, str(exc.path), exc.line, exc.field)
+    out.digests = digests.tobytes()
+    return out
+
+
+def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = "any",
+                  workers: int | None = None) -> Tally:
+    """Bucket and flag counts per group for a Parquet file or folder, row groups split over workers.
+
+    Duplicate keys are checked over the whole file or folder (one table), as digests; a
+    suspect digest is confirmed on the keys with a second read of two columns.
+    """
+    files = parquet_files(path)
+    groups = _groups(path)
+    parts = max(1, min(workers or os.cpu_count() or 1, len(groups)))
+    shares_in = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
+    if parts == 1:
+        shares = [_count_groups(groups, by, require)]
+    else:
+        with ProcessPoolExecutor(max_workers=parts) as pool:
+            shares = list(pool.map(_count_groups, shares_in, [by] * parts, [require] * parts))
+    for share in shares:
+        if share.error is not None:
+            message, file, row, fld = share.error
+            raise RowError(message, path=file, row=row, field=fld)
+    suspects = repeated_digests(s.digests for s in shares)
+    if suspects:
+        _raise_duplicate(files, suspects)
+    total = Tally()
+    for share in shares:
+        total.update(share.tally)
+    return total

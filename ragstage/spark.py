@@ -1,0 +1,180 @@
+"""Stage attribution on Spark DataFrames, with the package's own rules.
+
+A team whose traces already sit in a table should not export them to a laptop. The columns
+are those of :data:`ragstage.parquet.SCHEMA` (any subset, with ``query_id``). Each Arrow batch
+goes through the same :func:`~ragstage.trace.check_record` and
+:func:`~ragstage.attribution.diagnose_record` as a JSON line, inside the executors
+(``mapInArrow``); Spark counts the buckets and does the pairing join; the Wilson intervals
+and the exact McNemar test are computed on the driver from those counts by the same
+functions the local tables use (:func:`~ragstage.report.table_from_counts`,
+:func:`~ragstage.report.comparison_from_moves`). So the tables equal the local ones exactly.
+
+pyspark is an optional extra (``pip install 'ragstage[spark]'``); only this module imports it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Iterator
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .attribution import diagnose_record
+from .parquet import _RANKED, _check, _drop_null_columns, _records
+from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
+from .streaming import Tally, group_of
+from .trace import FIELDS, TraceError, check_record
+
+__all__ = ["tally", "attribution_table", "flag_table", "compare"]
+
+_OUT_NAMES = ("key", "grp", "stage", "flags", "error")
+_OUT_SCHEMA = pa.schema([*((name, pa.string()) for name in _OUT_NAMES), ("pos", pa.int64())])
+_DIAGNOSED = ", ".join(f"{name} string" for name in _OUT_NAMES) + ", pos long"
+
+
+def _checked_columns(df: DataFrame) -> list[str]:
+    if "query_id" not in df.columns:
+        raise TraceError("missing (every trace needs a query_id)", field="query_id")
+    for name in df.columns:
+        if name not in FIELDS and name not in _RANKED:
+            raise TraceError(f"unknown field (known: {', '.join(FIELDS)})", field=name)
+    return list(df.columns)
+
+
+def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each executor runs on its Arrow batches: one output row per trace.
+
+    A bad row ends the partition with one row holding the error (its position in the
+    partition, its query_id, the field and the message), which the driver raises.
+    """
+    if require not in ("any", "all"):
+        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        row = 0
+        for batch in batches:
+            positions = batch.column("_pos").to_pylist()
+            batch = _drop_null_columns(batch.drop_columns(["_pos"]))
+            check = _check if {*_RANKED, "meta"}.intersection(batch.schema.names) else check_record
+            out: dict[str, list[Any]] = {name: [] for name in _OUT_SCHEMA.names}
+            for raw, pos in zip(_records(batch), positions):
+                row += 1
+                try:
+                    rec = check(raw)
+                except TraceError as exc:
+                    where = f"partition row {row} (query_id {raw.get('query_id')!r})"
+                    message = f"{where}, field '{exc.field}': {exc.detail}" if exc.field else f"{where}: {exc.detail}"
+                    yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [message], "pos": [pos]},
+                                                     schema=_OUT_SCHEMA)
+                    return
+                d = diagnose_record(rec, require)
+                out["key"].append(rec["query_id"])
+                out["grp"].append(group_of(rec, by))
+                out["stage"].append(d.stage.value)
+                out["flags"].append(",".join(d.flags))
+                out["error"].append(None)
+                out["pos"].append(pos)
+            yield pa.RecordBatch.from_pydict(out, schema=_OUT_SCHEMA)
+
+    return run
+
+
+
+def _diagnosed(df: DataFrame, by: str | None, require: str) -> DataFrame:
+    """One row per trace (key: query_id as text, group, stage, flags, error, pos: its place in ``df``)."""
+    columns = _checked_columns(df)
+    return df.select(*columns, F.monotonically_increasing_id().alias("_pos")).mapInArrow(
+        _diagnoser(by, require), _DIAGNOSED)
+
+
+def _raise_first_error(errors: list[Any]) -> None:
+    if errors:
+        raise TraceError(min(errors, key=lambda r: r["pos"])["error"])
+
+
+def _check_unique(df: DataFrame, keys: list[str], fail: Callable[[Any], Exception]) -> None:
+    """Spark finds a repeated key on the trace columns themselves (ids as text, like check_record)."""
+    cast = [F.col(k).cast("string").alias(k) for k in keys if k in df.columns]
+    repeated = df.select(*cast).groupBy(*[k for k in keys if k in df.columns]).count().where("count > 1")
+    found = repeated.limit(1).collect()
+    if found:
+        raise fail(found[0])
+
+
+def tally(df: DataFrame, by: str | None = "pipeline", require: str = "any") -> Tally:
+    """Bucket and flag counts per group, counted by Spark; duplicate (query_id, pipeline) is an error.
+
+    Groups come in the order of their first trace in ``df``, as the command line lists them.
+    """
+    rows = (_diagnosed(df, by, require).groupBy("grp", "stage", "flags", "error")
+            .agg(F.count(F.lit(1)).alias("count"), F.min("pos").alias("pos")).collect())
+    _raise_first_error([r for r in rows if r["error"] is not None])
+    _check_unique(df, ["query_id", "pipeline"], lambda r: TraceError(
+        f"duplicate query_id {r['query_id']!r} for pipeline {r.asDict().get('pipeline', 'default')!r} "
+        f"({r['count']} rows)", field="query_id"))
+    first = {}
+    for r in rows:
+        first[r["grp"]] = min(first.get(r["grp"], r["pos"]), r["pos"])
+    out = Tally()
+    for group in sorted(first, key=first.__getitem__):
+        out.buckets[group], out.flags[group] = Counter(), Counter()
+    for r in rows:
+        out.buckets[r["grp"]][r["stage"]] += r["count"]
+        for flag in filter(None, r["flags"].split(",")):
+            out.flags[r["grp"]][flag] += r["count"]
+    return out
+
+
+def attribution_table(df: DataFrame, by: str | None = "pipeline", require: str = "any", *,
+                      empty: bool = False) -> pd.DataFrame:
+    """:func:`ragstage.report.attribution_table` of a Spark DataFrame of traces: the same table."""
+    return table_from_counts(tally(df, by, require).buckets, empty=empty)
+
+
+def flag_table(df: DataFrame, by: str | None = "pipeline") -> pd.DataFrame:
+    """:func:`ragstage.report.flag_table` of a Spark DataFrame of traces: the same table."""
+    counts = tally(df, by)
+    return flag_table_from_counts(counts.flags, counts.totals())
+
+
+def _stages(df: DataFrame, require: str, side: str) -> DataFrame:
+    _check_unique(df, ["query_id"], lambda r: ValueError(
+        f"{side}: query_id {r['query_id']!r} appears twice; compare one pipeline's run against another's"))
+    diagnosed = _diagnosed(df, None, require).select("key", "stage", "error", "pos").cache()
+    try:
+        _raise_first_error(diagnosed.where(F.col("error").isNotNull()).limit(1).collect())
+    except TraceError:
+        diagnosed.unpersist()
+        raise
+    return diagnosed
+
+
+def compare(before: DataFrame, after: DataFrame, *, intersect: bool = False, require: str = "any") -> Comparison:
+    """:func:`ragstage.report.compare` of two Spark DataFrames: paired by a join on ``query_id``.
+
+    Spark counts the (before, after) bucket pairs; the driver turns them into the same
+    :class:`~ragstage.report.Comparison` (fixed, broken, exact McNemar p, migration).
+    """
+    a = _stages(before, require, "before")
+    try:
+        b = _stages(after, require, "after")
+    except ValueError:
+        a.unpersist()
+        raise
+    try:
+        joined = a.select("key", F.col("stage").alias("src")).join(
+            b.select("key", F.col("stage").alias("dst")), on="key", how="full_outer")
+        pairs = joined.groupBy("src", "dst").count().collect()
+        moves = {(r["src"], r["dst"]): r["count"] for r in pairs if r["src"] is not None and r["dst"] is not None}
+        only_before: list[str] = []
+        only_after: list[str] = []
+        if len(moves) < len(pairs):
+            only_before = [r["key"] for r in joined.where(F.col("dst").isNull()).select("key").collect()]
+            only_after = [r["key"] for r in joined.where(F.col("src").isNull()).select("key").collect()]
+        return comparison_from_moves(moves, only_before, only_after, intersect=intersect)
+    finally:
+        a.unpersist()
+        b.unpersist()

@@ -1,0 +1,127 @@
+"""Parquet in and out: the same counts, traces and errors as JSON Lines, through the same checks."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from trace_sets import TRACE_FILES, synthetic
+
+from ragstage import Trace, TraceError, compare, read_traces, write_traces
+from ragstage.fixtures import fixture_path
+from ragstage.formats import convert, read_any
+from ragstage.parquet import SCHEMA, RowError, count_parquet, read_parquet, write_parquet
+from ragstage.streaming import count_file
+
+
+@pytest.mark.parametrize("name", TRACE_FILES)
+def test_fixtures_round_trip_and_count_the_same(tmp_path, name):
+    source = fixture_path(*name.split("/"))
+    target = tmp_path / "t.parquet"
+    assert convert(source, target) == len(list(read_traces(source)))
+    assert list(read_parquet(target)) == list(read_traces(source))
+    for by, require in [("pipeline", "any"), (None, "all")]:
+        local, lake = count_file(source, by, require), count_parquet(target, by, require)
+        assert (lake.buckets, lake.flags) == (local.buckets, local.flags)
+    back = tmp_path / "back.jsonl.gz"
+    convert(target, back)
+    assert list(read_traces(back)) == list(read_traces(source))
+
+
+def test_ranked_scores_sections_error_and_meta_survive(tmp_path):
+    traces = [Trace(query_id="q1", gold=["a"], retrieved=["a", "b"], retrieved_scores=[2.0, 1.5],
+                    retrieved_sections=["intro", None], reranked=["a"], reranked_scores=[0.9], prompt=["a"],
+                    error={"stage": "generation", "message": "timeout"}, meta={"kind": "rare", "n": [1, 2]}),
+              Trace(query_id=7, claims=[True, False], prompt_source="recovered", truncated=["z"], answer="x [1]")]
+    write_parquet(tmp_path / "t.parquet", traces)
+    assert pq.read_schema(tmp_path / "t.parquet").equals(SCHEMA)
+    assert list(read_parquet(tmp_path / "t.parquet")) == traces
+
+
+def test_folder_row_groups_and_workers_give_the_file_counts(tmp_path):
+    traces = synthetic(5000)
+    write_traces(tmp_path / "all.jsonl", traces)
+    folder = tmp_path / "lake"
+    folder.mkdir()
+    write_parquet(folder / "part-0.parquet", traces[:3000], rows_per_group=700)
+    write_parquet(folder / "part-1.parquet", traces[3000:], rows_per_group=700)
+    local = count_file(tmp_path / "all.jsonl", by="kind")
+    for workers in (1, 3):
+        lake = count_parquet(folder, by="kind", workers=workers)
+        assert (lake.buckets, lake.flags) == (local.buckets, local.flags)
+    assert list(read_any(folder)) == traces
+
+
+def _bad_file(tmp_path, column, values, type_=None):
+    table = pa.table({"query_id": [f"q{i}" for i in range(len(values))],
+                      column: pa.array(values, type=type_ or SCHEMA.field(column).type)})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    return path
+
+
+@pytest.mark.parametrize("column, values, type_, bad_row, words", [
+    ("gold", [["a"], ["b"], None], None, 3, "must not be null"),
+    ("gold", [[], [True], []], pa.list_(pa.bool_()), 2, "ids must be strings or integers"),
+    ("prompt_source", ["logged", "guessed", None], None, 2, "logged, recovered"),
+    ("meta", [None, '{"a": 1}', "[1]"], None, 3, "expected an object"),
+    ("meta", [None, "{", None], None, 2, "JSON text of an object"),
+    ("query", ["a", None, "c"], None, 2, "must not be null"),
+    ("retrieved_sections", [None, ["s"], None], None, 2, "sections need scores"),
+])
+def test_bad_rows_name_file_row_and_field(tmp_path, column, values, type_, bad_row, words):
+    path = _bad_file(tmp_path, column, values, type_)
+    field = column.removesuffix("_sections")  # a section column is a part of its ranked list
+    for run in (lambda: count_parquet(path, workers=2), lambda: list(read_parquet(path))):
+        with pytest.raises(RowError) as info:
+            run()
+        err = info.value
+        assert (err.path, err.line, err.field) == (str(path), bad_row, field)
+        assert str(err).startswith(f"{path}, row {bad_row}, field '{field}': ") and words in str(err)
+
+
+def test_unknown_column_missing_file_and_duplicates(tmp_path):
+    path = _bad_file(tmp_path, "query", ["a", "b"])
+    pq.write_table(pq.read_table(path).append_column("promt", pa.array([["d"], ["d"]])), path)
+    with pytest.raises(TraceError, match="field 'promt': unknown field"):
+        count_parquet(path)
+    with pytest.raises(TraceError, match="cannot open"):
+        count_parquet(tmp_path / "nope.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TraceError, match="no .parquet files"):
+        count_parquet(tmp_path / "empty")
+    traces = synthetic(300)
+    write_parquet(tmp_path / "a.parquet", traces, rows_per_group=100)
+    write_parquet(tmp_path / "dup.parquet", traces[:5] + [traces[2]])
+    for run in (lambda: count_parquet(tmp_path / "dup.parquet"), lambda: list(read_parquet(tmp_path / "dup.parquet"))):
+        with pytest.raises(RowError, match=r"dup.parquet, row 6, field 'query_id': duplicate .*first on row 3\)"):
+            run()
+
+
+def test_cli_attribute_compare_and_convert_read_parquet(tmp_path):
+    before, after = fixture_path("incidents", "batch.jsonl"), fixture_path("incidents", "after_fix.jsonl")
+    cli = [sys.executable, "-m", "ragstage.cli"]
+    for source, target in [(before, tmp_path / "before.parquet"), (after, tmp_path / "after.parquet")]:
+        done = subprocess.run([*cli, "convert", str(source), str(target)], capture_output=True, text=True)
+        assert done.returncode == 0 and "wrote 40 traces" in done.stderr
+    runs = [subprocess.run([*cli, "attribute", str(p), "--format", "json"], capture_output=True, text=True)
+            for p in (before, tmp_path / "before.parquet")]
+    assert runs[0].stdout == runs[1].stdout and json.loads(runs[1].stdout)
+    pair = [subprocess.run([*cli, "compare", str(b), str(a), "--format", "json"], capture_output=True, text=True)
+            for b, a in [(before, after), (tmp_path / "before.parquet", tmp_path / "after.parquet")]]
+    assert pair[0].stdout == pair[1].stdout
+    assert compare(read_any(tmp_path / "before.parquet"), read_any(after)).to_dict() == json.loads(pair[0].stdout)
+    bad = subprocess.run([*cli, "convert", str(before), str(tmp_path / "out.csv")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "must end in .parquet, .jsonl or .jsonl.gz" in bad.stderr
+    broken = _bad_file(tmp_path, "gold", [["a"], None])
+    bad = subprocess.run([*cli, "attribute", str(broken)], capture_output=True, text=True)
+    assert bad.returncode == 2 and f"{broken}, row 2, field 'gold': must not be null" in bad.stderr
+
+
+def test_import_ragstage_loads_neither_pyarrow_module_of_ours_nor_pyspark():
+    code = ("import sys, ragstage, ragstage.cli, ragstage.streaming, ragstage.formats; "
+            "print(sorted(m for m in sys.modules if m in ('ragstage.parquet', 'ragstage.spark', 'pyspark')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,35 @@
+"""Trace sets shared by the Parquet and Spark tests: the chapter fixtures, the mini run, synthetic traces."""
+
+import random
+
+from ragstage import Trace
+from ragstage.fixtures import fixtures_dir
+
+# The mini run's trace files are found, not listed: chapter 5 decides which pipelines it holds.
+MINI_RUN = sorted(str(p.relative_to(fixtures_dir())) for p in fixtures_dir().glob("mini_run/*/traces*.jsonl"))
+#: The pipeline of the mini run with a prompt-only re-run: (its traces, the re-run's traces).
+MINI_RUN_PAIR = next((name.replace("-revised", ""), name) for name in MINI_RUN if "-revised" in name)
+
+TRACE_FILES = [
+    "five_cases/cases.jsonl", "five_cases/not_relevance.jsonl", "policy/audit_cases.jsonl",
+    "incidents/four_logs.jsonl", "incidents/batch.jsonl", "incidents/after_fix.jsonl",
+    "intervals/multi_relevant.jsonl", "stages/query_understanding.jsonl",
+    *MINI_RUN,
+]
+
+
+def synthetic(n, seed=0):
+    """Traces that reach every bucket and both flags, with a meta key to group by."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        docs = [f"d{rng.randrange(50)}" for _ in range(8)]
+        out.append(Trace(query_id=f"q{i}", pipeline=rng.choice(["a", "b"]), gold=[rng.choice(docs + ["zz"])],
+                         retrieved=docs, reranked=docs[:4] if rng.random() < 0.7 else None,
+                         prompt=docs[: rng.randrange(0, 4)] if rng.random() < 0.9 else None,
+                         answer_ids=[rng.choice(docs)] if rng.random() < 0.8 else None,
+                         answer=rng.choice(["", "It takes 3 days.", "See [2].", "See [7]."]),
+                         answerable=rng.random() < 0.95, refused=rng.random() < 0.1,
+                         error={"stage": "retrieval", "message": "down"} if rng.random() < 0.02 else None,
+                         meta={"kind": rng.choice(["rare", "broad"])}))
+    return out
