@@ -12,6 +12,7 @@ meaning.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -29,6 +30,8 @@ __all__ = [
     "mcnemar",
     "holm",
     "paired_counts",
+    "Agreement",
+    "agreement",
     "bootstrap_mean_ci",
 ]
 
@@ -244,3 +247,57 @@ def bootstrap_mean_ci(values: Iterable[float], *, n_boot: int = 10_000, level: f
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(x.mean()), float(low), float(high)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A judge's verdicts against an exact rule's, on the questions the judge answered readably.
+
+    ``both_yes`` … ``judge_only``: the 2×2 table (``exact_only``: the exact rule says yes, the
+    judge says no). ``unreadable``: replies with no verdict, left out of everything else.
+    ``kappa`` is NaN when chance agreement is already perfect (both raters gave one answer only).
+    """
+
+    both_yes: int
+    both_no: int
+    exact_only: int
+    judge_only: int
+    unreadable: int
+
+    @property
+    def n(self) -> int:
+        return self.both_yes + self.both_no + self.exact_only + self.judge_only
+
+    @property
+    def agree(self) -> int:
+        return self.both_yes + self.both_no
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """Wilson 95% interval of the simple agreement ``agree / n``."""
+        return wilson(self.agree, self.n)
+
+    @property
+    def kappa(self) -> float:
+        n = self.n
+        if n == 0:
+            return math.nan
+        exact_yes, judge_yes = (self.both_yes + self.exact_only) / n, (self.both_yes + self.judge_only) / n
+        chance = exact_yes * judge_yes + (1 - exact_yes) * (1 - judge_yes)
+        return math.nan if chance == 1 else (self.agree / n - chance) / (1 - chance)
+
+
+def agreement(exact: Sequence[bool], judge: Sequence[bool | None]) -> Agreement:
+    """Pair an exact rule's verdicts with a judge's, question by question (same order).
+
+    The same 2×2 table as :func:`paired_counts`, read as agreement instead of change.
+    """
+    if len(exact) != len(judge):
+        raise ValueError(f"{len(exact)} exact verdicts but {len(judge)} judge verdicts: they must pair up")
+    pairs = [(bool(e), bool(j)) for e, j in zip(exact, judge) if j is not None]
+    unreadable = len(exact) - len(pairs)
+    if not pairs:
+        return Agreement(0, 0, 0, 0, unreadable)
+    table = paired_counts([e for e, _ in pairs], [j for _, j in pairs])
+    return Agreement(both_yes=table["both_right"], both_no=table["both_wrong"], exact_only=table["broken"],
+                     judge_only=table["fixed"], unreadable=unreadable)

@@ -24,10 +24,11 @@ from ragstage.pipeline import (
     generator_from_receipt,
     gold_context_oracle,
 )
-from ragstage.pipeline.judge import agreement, judge_sufficiency, parse_verdict
+from ragstage.pipeline.judge import judge_sufficiency, parse_verdict
 from ragstage.pipeline.models import ModelRef
 from ragstage.run_labels import default_pairs
 from ragstage.runs import check_run, load_run
+from ragstage.stats import agreement
 from ragstage.trace import read_traces
 
 DATA = mini_data()

@@ -6,29 +6,25 @@ For an id-answer task the exact rule, "a gold id reached the prompt"
 instead, which is what a team does when answers are free text and no exact rule exists. A
 judge's rate means nothing until it has been shown to agree with an exact rule where one
 exists, so :func:`judge_sufficiency` returns the exact verdict beside the judge's for every
-question, and :func:`agreement` turns the pairs into counts, simple agreement with its Wilson
+question, and :func:`ragstage.stats.agreement` turns the pairs into counts, simple agreement with its Wilson
 interval, and Cohen's kappa (agreement beyond what two raters with those base rates would reach
 by chance). Show the judge's number only next to that agreement.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
 from ..attribution import survives
-from ..stats import wilson
 from .answering import chat_texts, generate_cached
 from .components import generator_from_receipt
 from .generation import Generator, PromptTemplate
 from .rerun import SavedRun
 
-__all__ = ["JUDGE_TEMPLATE", "parse_verdict", "judge_sufficiency", "Agreement", "agreement"]
+__all__ = ["JUDGE_TEMPLATE", "parse_verdict", "judge_sufficiency"]
 
 JUDGE_TEMPLATE = PromptTemplate(
     "sufficiency-judge",
@@ -62,51 +58,3 @@ def judge_sufficiency(run_folder: str | Path, generator: Generator | None = None
     replies, _ = generate_cached(generator, texts, saved.cache_dir(cache_dir))
     return pd.DataFrame([(t.query_id, survives(t.gold, t.prompt), parse_verdict(replies[t.query_id]),
                           replies[t.query_id]) for t in judged], columns=["query_id", "exact", "judge", "reply"])
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """A judge's verdicts against the exact rule's, on the questions the judge answered readably.
-
-    ``both_yes`` … ``judge_only``: the 2×2 table (``exact_only``: the exact rule says sufficient,
-    the judge says not). ``unreadable``: replies with no verdict, left out of everything else.
-    ``kappa`` is NaN when chance agreement is already perfect (both raters gave one answer only).
-    """
-
-    both_yes: int
-    both_no: int
-    exact_only: int
-    judge_only: int
-    unreadable: int
-
-    @property
-    def n(self) -> int:
-        return self.both_yes + self.both_no + self.exact_only + self.judge_only
-
-    @property
-    def agree(self) -> int:
-        return self.both_yes + self.both_no
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """Wilson 95% interval of the simple agreement ``agree / n``."""
-        return wilson(self.agree, self.n)
-
-    @property
-    def kappa(self) -> float:
-        n = self.n
-        if n == 0:
-            return math.nan
-        exact_yes, judge_yes = (self.both_yes + self.exact_only) / n, (self.both_yes + self.judge_only) / n
-        chance = exact_yes * judge_yes + (1 - exact_yes) * (1 - judge_yes)
-        return math.nan if chance == 1 else (self.agree / n - chance) / (1 - chance)
-
-
-def agreement(exact: Sequence[bool], judge: Sequence[bool | None]) -> Agreement:
-    """Pair the exact rule's verdicts with a judge's, question by question (same order)."""
-    if len(exact) != len(judge):
-        raise ValueError(f"{len(exact)} exact verdicts but {len(judge)} judge verdicts: they must pair up")
-    pairs = [(bool(e), j) for e, j in zip(exact, judge) if j is not None]
-    return Agreement(both_yes=sum(e and j for e, j in pairs), both_no=sum(not e and not j for e, j in pairs),
-                     exact_only=sum(e and not j for e, j in pairs), judge_only=sum(j and not e for e, j in pairs),
-                     unreadable=len(exact) - len(pairs))
