@@ -15,6 +15,7 @@ import pandas as pd
 
 from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
 from .stats import holm, mcnemar, wilson
+from .streaming import group_of
 from .trace import Trace
 
 __all__ = [
@@ -39,12 +40,8 @@ FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high
 
 
 def _group_of(trace: Trace, by: str | None) -> str:
-    if by is None:
-        return "all"
-    value = getattr(trace, by, None)
-    if value is None:
-        value = trace.meta.get(by) if isinstance(trace.meta, Mapping) else None
-    return "(none)" if value is None else str(value)
+    """The group of a trace, by the same rule the streaming CLI applies to a record."""
+    return group_of(vars(trace), by)
 
 
 def count_buckets(traces: Iterable[Trace], by: str | None = "pipeline",
