@@ -7,10 +7,11 @@ so a later stage is never blamed for an earlier stage's loss. A stage whose outp
 not logged cannot be blamed either: such a question is ``not_logged``, never a loss and
 never right.
 
-The rules live in one function, :func:`diagnose_record`, which works on the plain
-normalised dict of :func:`ragstage.trace.check_record`. :func:`diagnose` (on a
-:class:`~ragstage.trace.Trace`) and the streaming CLI both call it, so a notebook and
-``ragstage attribute`` can never disagree.
+The rules live in one function, :func:`diagnose_record`, which reads a checked trace's
+fields as attributes: a :class:`~ragstage.trace.Trace`, or the streaming path's
+:class:`~ragstage.record.Record`. :func:`diagnose` (on a Trace), the streaming CLI, the
+Parquet reader and Spark all call it, so a notebook and ``ragstage attribute`` can never
+disagree.
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from enum import Enum
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence, Union
 
 from .trace import Trace
+
+if TYPE_CHECKING:
+    from .record import Record
+
+#: What the rules read: a checked trace with attribute access.
+Checked = Union[Trace, "Record"]
 
 __all__ = [
     "Stage",
@@ -168,10 +175,9 @@ _FABRICATED, _UNMARKED = ("fabricated_citation",), ("numeric_unmarked",)
 _BOTH_FLAGS = _FABRICATED + _UNMARKED
 
 
-def _flags(rec: Mapping[str, Any]) -> tuple[str, ...]:
+def _flags(answer: str, answer_ids: Sequence[str] | None, prompt: Sequence[str] | None) -> tuple[str, ...]:
     """The answer's flags. Free text (no ``answer_ids``) is checked for unmarked numbers;
     ``ID: 12345`` answers carry parsed ids and are not free text."""
-    answer, answer_ids, prompt = rec["answer"], rec["answer_ids"], rec["prompt"]
     fabricated = False
     if prompt is not None:
         if answer_ids is not None:
@@ -187,36 +193,49 @@ def _flags(rec: Mapping[str, Any]) -> tuple[str, ...]:
     return _UNMARKED if unmarked else ()
 
 
-def _judge(rec: Mapping[str, Any], gold: frozenset[str]) -> tuple[bool | None, str]:
+def _gold_in(gold: frozenset[str], single: str | None, ids: Sequence[str]) -> int:
+    """How many distinct gold ids ``ids`` holds. ``single``: the one gold id, when there is
+    exactly one (the usual case), tested by membership instead of a set intersection."""
+    if single is not None:
+        return single in ids
+    return len(gold.intersection(ids))
+
+
+_BY_IDS = "judged by answer_ids against gold"
+
+
+def _judge(rec: Checked, gold: frozenset[str], single: str | None) -> tuple[bool | None, str]:
     """Judge the answer: ``correct``, then ``answer_ids``, then ``complete``/``claims``.
 
     Claim support is narrower than correctness (seed 002): all claims supported leaves the
     answer unjudged, while an unsupported claim or an incomplete answer makes it wrong.
     """
-    if rec["correct"] is not None:
-        return rec["correct"], "judged by the 'correct' label"
-    if rec["answer_ids"] is not None:
-        return bool(gold.intersection(rec["answer_ids"])), "judged by answer_ids against gold"
-    claims = rec["claims"]
+    if rec.correct is not None:
+        return rec.correct, "judged by the 'correct' label"
+    answer_ids = rec.answer_ids
+    if answer_ids is not None:
+        return (single in answer_ids if single is not None else not gold.isdisjoint(answer_ids)), _BY_IDS
+    claims = rec.claims
     if claims and not all(claims):
         return False, "judged by claim support labels"
-    if rec["complete"] is False:
+    if rec.complete is False:
         return False, "judged by the 'complete' label"
     if claims:
         return None, "every claim was supported by the prompt; correctness was not judged"
     return None, "evidence reached the prompt, but nothing judges the answer"
 
 
-def _generation_reason(rec: Mapping[str, Any], gold: frozenset[str], flags: tuple[str, ...]) -> str | None:
+def _generation_reason(rec: Checked, gold: frozenset[str], single: str | None,
+                       flags: tuple[str, ...]) -> str | None:
     """Why a wrong answer with the evidence in its prompt went wrong; None: the source did."""
-    claims, answer_ids = rec["claims"], rec["answer_ids"] or ()
+    claims, answer_ids = rec.claims, rec.answer_ids or ()
     if "fabricated_citation" in flags:
         return REASONS["cited_outside"]
     if claims and not all(claims):
         return REASONS["unsupported"]
-    if rec["complete"] is False:
+    if rec.complete is False:
         return REASONS["partial"]
-    if answer_ids and not gold.intersection(answer_ids):
+    if answer_ids and not _gold_in(gold, single, answer_ids):
         return REASONS["non_gold"]
     if claims:  # wrong, complete as far as anyone said, and reviewers found every claim supported
         return None
@@ -228,70 +247,86 @@ def _generation_reason(rec: Mapping[str, Any], gold: frozenset[str], flags: tupl
 
 
 _new = tuple.__new__  # builds a Diagnosis without NamedTuple's Python-level __new__ (a million calls)
-_ANSWERED = {how: f"answered correctly ({how})" for how in
-             ("judged by the 'correct' label", "judged by answer_ids against gold")}
+_ANSWERED = {how: f"answered correctly ({how})" for how in ("judged by the 'correct' label", _BY_IDS)}
 
 
-def diagnose_record(rec: Mapping[str, Any], require: str = "any") -> Diagnosis:
-    """Diagnose a normalised trace record (see :func:`diagnose`).
+def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
+    """Diagnose a checked trace: a :class:`~ragstage.trace.Trace` or a :class:`~ragstage.record.Record`
+    (see :func:`diagnose`).
 
-    Written for the streaming CLI's million calls: each gold intersection is computed once
-    and serves both the share (recall, retention) and the survival test of :func:`survives`.
+    Written for the streaming CLI's million calls: each gold count is computed once and
+    serves both the share (recall, retention) and the survival test (the same test as
+    :func:`survives`, which ``tests/test_attribution.py`` checks it against).
     """
     if require != "any" and require != "all":
         raise ValueError(f"require must be 'any' or 'all', got {require!r}")
-    every = require == "all"
-    gold = frozenset(rec["gold"])
-    n_gold = len(gold)
-    retrieved, prompt, claims = rec["retrieved"], rec["prompt"], rec["claims"]
-    flags = _flags(rec) if rec["answer"] or rec["answer_ids"] else ()
-    kept_retrieved = len(gold.intersection(retrieved)) if n_gold and retrieved is not None else 0
-    kept_prompt = len(gold.intersection(prompt)) if n_gold and prompt is not None else 0
-    recall = kept_retrieved / n_gold if n_gold and retrieved is not None else None
-    retention = kept_prompt / n_gold if n_gold and prompt is not None else None
+    gold_ids = rec.gold
+    if len(gold_ids) == 1:
+        single, gold, n_gold = gold_ids[0], _NO_GOLD, 1
+    else:
+        single, gold = None, frozenset(gold_ids)
+        n_gold = len(gold)
+    need = 1 if require == "any" else n_gold  # gold ids a stage must keep for the question to survive it
+    retrieved, prompt, claims, answer, answer_ids = rec.retrieved, rec.prompt, rec.claims, rec.answer, rec.answer_ids
+    flags = _flags(answer, answer_ids, prompt) if answer or answer_ids else ()
+    if n_gold:
+        kept_retrieved = (single in retrieved) if single is not None else len(gold.intersection(retrieved))
+        recall = kept_retrieved / n_gold
+        if prompt is not None:
+            kept_prompt = (single in prompt) if single is not None else len(gold.intersection(prompt))
+            retention = kept_prompt / n_gold
+        else:
+            kept_prompt, retention = 0, None
+    else:
+        kept_retrieved = kept_prompt = 0
+        recall = retention = None
     support = sum(claims) / len(claims) if claims else None
 
-    if rec["error"] is not None:
-        err = rec["error"]
+    if rec.error is not None:
+        err = rec.error
         stage, reason = Stage.ENDPOINT_UNAVAILABLE, f"service failure at {err['stage']}: {err['message']}".rstrip(": ")
-    elif not rec["answerable"]:
-        if rec["refused"]:
+    elif not rec.answerable:
+        if rec.refused:
             stage, reason = Stage.CORRECT_REFUSAL, "unanswerable, and the answer declined"
         else:
             stage, reason = Stage.MISSING_REFUSAL, "unanswerable, but the answer did not decline"
     elif not n_gold:
         stage, reason = Stage.LABEL_MISSING, "answerable, but no gold evidence is labelled"
-    elif rec["query_ok"] is False:
+    elif rec.query_ok is False:
         stage, reason = Stage.QUERY_UNDERSTANDING, "the rewritten query or its filters were judged wrong"
-    elif (kept_retrieved < n_gold) if every else not kept_retrieved:
+    elif kept_retrieved < need:
         stage, reason = Stage.RETRIEVAL, "gold evidence not among the retrieved candidates"
-    elif rec["reranked"] is not None and not survives(gold, rec["reranked"], require):
+    elif (reranked := rec.reranked) is not None and (
+            (single in reranked) if single is not None else len(gold.intersection(reranked))) < need:
         stage, reason = Stage.RERANKING, "retrieved, then dropped by the reranker's cut"
     elif prompt is None:
         stage, reason = Stage.NOT_LOGGED, ("survived every logged stage, but the prompt ids were not logged: "
                                            "the stage that lost or kept it cannot be named")
-    elif (kept_prompt < n_gold) if every else not kept_prompt:
+    elif kept_prompt < need:
         stage = Stage.PROMPT_ASSEMBLY
-        if rec["truncated"] and gold.intersection(rec["truncated"]):
+        if rec.truncated and _gold_in(gold, single, rec.truncated):
             reason = "truncated: only part of the gold passage's text reached the prompt"
         else:
             reason = "survived ranking, but its text never reached the prompt"
-    elif rec["refused"]:
+    elif rec.refused:
         stage, reason = Stage.GENERATION, REASONS["refused"]
     else:
-        right, how = _judge(rec, gold)
+        right, how = _judge(rec, gold, single)
         if right is None:
             stage, reason = Stage.UNJUDGED, how
         elif right:
             stage, reason = Stage.NONE, _ANSWERED[how]
         else:
-            reason = _generation_reason(rec, gold, flags)
+            reason = _generation_reason(rec, gold, single, flags)
             if reason is None:
                 stage, reason = Stage.SOURCE_OR_LABEL, ("judged wrong although every claim is supported by the "
                                                         "prompt: check the source's version and the gold label")
             else:
                 stage = Stage.GENERATION
     return _new(Diagnosis, (stage, reason, recall, retention, support, flags))
+
+
+_NO_GOLD: frozenset[str] = frozenset()
 
 
 def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
@@ -301,7 +336,7 @@ def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
     convention: one relevant abstract is enough). ``require="all"``: when any gold id is
     missing (the audit convention, where an incomplete multi-document answer is a loss).
     """
-    return diagnose_record(vars(trace), require)
+    return diagnose_record(trace, require)
 
 
 def generation_kind(trace: Trace, require: str = "any") -> str | None:

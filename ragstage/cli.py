@@ -15,7 +15,7 @@ from typing import Sequence
 import orjson
 
 from .formats import convert, read_any
-from .report import compare, flag_table_from_counts, table_from_counts
+from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
 from .streaming import count_files
 from .trace import TraceError
 
@@ -50,18 +50,11 @@ def _attribute(args: argparse.Namespace) -> int:
     by = None if args.by in ("", "none") else args.by
     tally = count_files(args.files, by=by, require=args.require, workers=args.workers)
     if args.flags:
-        table = flag_table_from_counts(tally.flags, tally.totals())
+        columns, table = FLAG_COLUMNS, flag_rows(tally.flags, tally.totals())
     else:
-        table = table_from_counts(tally.buckets)
-    columns = list(table.columns)
-    rows = [{c: _plain(v) for c, v in zip(columns, r)} for r in table.itertuples(index=False)]
-    _print_rows(rows, columns, args.format)
+        columns, table = TABLE_COLUMNS, bucket_rows(tally.buckets)
+    _print_rows([dict(zip(columns, row)) for row in table], columns, args.format)
     return 0
-
-
-def _plain(value: object) -> object:
-    """numpy scalars as the Python numbers JSON and CSV writers expect."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
@@ -78,6 +71,8 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from .report import compare  # pandas loads for compare only: attribute prints its rows without it
+
     result = compare(read_any(args.before), read_any(args.after),
                      intersect=args.intersect, require=args.require)
     if args.format == "json":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-__all__ = ["FIELDS", "NULLABLE_FIELDS", "TraceError", "check_record", "ranked_entries"]
+__all__ = ["FIELDS", "NULLABLE_FIELDS", "TraceError", "check_record", "fast_type_of", "ranked_entries"]
 
 
 class TraceError(ValueError):
@@ -189,6 +189,23 @@ NULLABLE_FIELDS = frozenset(name for name in FIELDS if _passes(name, None, None)
 _STRINGS = frozenset(name for name in FIELDS if _passes(name, "x", "x"))
 _BOOLEANS = frozenset(name for name in FIELDS if _passes(name, True, True) and _passes(name, False, False))
 _ID_LISTS = frozenset(name for name in FIELDS if _passes(name, ["a", "b"], ("a", "b")))
+_BOOL_LISTS = frozenset(name for name in FIELDS if _passes(name, [True, False], (True, False)))
+_OBJECTS = frozenset(name for name in FIELDS if _passes(name, {"k": [1]}, {"k": [1]}))
+
+
+def fast_type_of(name: str) -> tuple[type | None, bool]:
+    """``(type, nullable)``: the plain type a field's checker takes as is, from the same probes.
+
+    ``list[str]`` (ids), ``str``, ``bool``, ``list[bool]`` or ``dict[str, Any]``; None when
+    the check does more than a type test. Typed decoders (:mod:`ragstage.record`) are built
+    from this, so they follow :data:`FIELDS` instead of restating it.
+    """
+    nullable = name in NULLABLE_FIELDS
+    for kinds, kind in ((_ID_LISTS, list[str]), (_STRINGS, str), (_BOOLEANS, bool), (_BOOL_LISTS, list[bool]),
+                        (_OBJECTS, dict[str, Any])):
+        if name in kinds:
+            return kind, nullable
+    return None, nullable
 
 
 def check_record(record: Any) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 A team whose traces live in a lake should not have to export JSON Lines. A Parquet row is a
 trace: each column holds one field of :data:`ragstage.trace.FIELDS` (a null is a JSON
 null, so ``gold`` may not be null, exactly as in a JSON line), and every row goes through
-the same :func:`~ragstage.trace.check_record` and :func:`~ragstage.attribution.diagnose_record`
-as a JSON line. Errors name the file, the row (1-based, within the file) and the field.
+the same checks (:func:`~ragstage.trace.check_record`, or its plain-type fast path, see
+:func:`batch_records`) and :func:`~ragstage.attribution.diagnose_record` as a JSON line.
+Errors name the file, the row (1-based, within the file) and the field.
 
 The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`: ids
 as ``list<string>``, the scores and sections of ranked entries in columns of their own
@@ -21,21 +22,23 @@ import os
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .fields import FIELDS, NULLABLE_FIELDS, TraceError, check_record, ranked_entries
+from .fields import FIELDS, NULLABLE_FIELDS, TraceError, check_record, fast_type_of, ranked_entries
+from .record import Record, as_record
 from .streaming import Tally, find_duplicate, repeated_digests, tally_records
 from .trace import Trace
 
-__all__ = ["SCHEMA", "RowError", "parquet_files", "read_parquet_records", "read_parquet", "write_parquet",
-           "count_parquet"]
+__all__ = ["SCHEMA", "RowError", "batch_records", "parquet_files", "read_parquet_records", "read_parquet",
+           "write_parquet", "count_parquet"]
 
+T = TypeVar("T")
 _IDS = pa.list_(pa.string())
 #: The Arrow schema of a trace, in the documented field order.
 SCHEMA = pa.schema([
@@ -50,6 +53,7 @@ SCHEMA = pa.schema([
     ("model", pa.string()), ("prompt_version", pa.string()), ("timestamp", pa.string()), ("meta", pa.string()),
 ])
 _RANKED = {f"{stage}_{part}": stage for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
+_FOLDED = {*_RANKED, "meta"}  # columns that need _check's work before check_record
 # Columns no rule reads: skipped when their type and null counts already prove every value valid.
 _UNREAD = {"query": False, "model": True, "prompt_version": True, "timestamp": True}  # name -> nullable
 _ROWS_PER_GROUP = 131_072
@@ -136,6 +140,47 @@ def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in zip(*values.values())]
 
 
+def _checked_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    """Each row of a batch through :func:`check_record`: normalised dicts, or the row's TraceError."""
+    check = _check if _FOLDED.intersection(batch.schema.names) else check_record
+    return map(check, _records(batch))
+
+
+_ARROW_KINDS = {str: pa.string(), bool: pa.bool_(), list[str]: _IDS, list[bool]: pa.list_(pa.bool_())}
+# A column can skip the per-row check when its Arrow type is the plain type its checker takes
+# as is (ragstage.fields.fast_type_of): then every value passes unchanged, nulls aside.
+_FAST_COLUMNS = {name: (_ARROW_KINDS[kind], nullable and name != "query_id")
+                 for name in FIELDS for kind, nullable in [fast_type_of(name)] if kind in _ARROW_KINDS}
+
+
+def _plain(batch: pa.RecordBatch) -> bool:
+    """Whether every value of the batch is one its field's check takes as is."""
+    if "query_id" not in batch.schema.names:
+        return False  # check_record names the missing field
+    for name, column in zip(batch.schema.names, batch.columns):
+        kind, nullable = _FAST_COLUMNS.get(name, (None, False))
+        if column.type != kind or (not nullable and column.null_count):
+            return False
+        if pa.types.is_list(kind) and column.values.null_count:  # a null id inside a list
+            return False
+    return True
+
+
+def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
+    """The checked :class:`~ragstage.record.Record` of each row of a batch, in order.
+
+    When every column holds only values its check takes as is, the records are built
+    straight from the columns; otherwise each row goes through :func:`check_record`, which
+    converts it or raises the :class:`TraceError` naming the field.
+    """
+    if not _plain(batch):
+        return map(as_record, _checked_rows(batch))
+    present = dict(zip(batch.schema.names, batch.columns))
+    columns = [present[name].to_pylist() if name in present else repeat(default)
+               for name, (_, default) in FIELDS.items()]
+    return map(Record, *columns)
+
+
 class _BadMeta(str):
     """meta text that is not JSON: reported as a bad ``meta`` field by :func:`_check`."""
 
@@ -147,7 +192,6 @@ def _meta(text: str) -> Any:
         return _BadMeta(text)
 
 
-_FOLDED = {*_RANKED, "meta"}  # columns that need _check's work before check_record
 
 
 def _check(raw: dict[str, Any]) -> dict[str, Any]:
@@ -166,9 +210,9 @@ def _groups(path: str | Path) -> list[tuple[Path, int]]:
     return [(f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
 
 
-def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool
-                   ) -> Iterator[tuple[str, int, Iterator[dict[str, Any]]]]:
-    """For each row group: its file, the row before its first, and its normalised records."""
+def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool,
+                   convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[tuple[str, int, Iterator[T]]]:
+    """For each row group: its file, the row before its first, and its rows through ``convert``."""
     current: tuple[Path, pq.ParquetFile, list[str], list[int]] | None = None
     for file, g in groups:
         if current is None or current[0] != file:
@@ -176,20 +220,23 @@ def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bo
             sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
             current = (file, pf, _columns(pf, file, by, every), [sum(sizes[:i]) for i in range(len(sizes))])
         _, pf, columns, starts = current
-        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g])
+        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g], convert)
 
 
-def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int) -> Iterator[dict[str, Any]]:
+def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int,
+          convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[T]:
     try:
         for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
-            batch = _drop_null_columns(batch)
-            check = _check if _FOLDED.intersection(batch.schema.names) else check_record
-            for raw in _records(batch):
-                row += 1
+            rows = convert(_drop_null_columns(batch))
+            while True:
                 try:
-                    yield check(raw)
+                    rec = next(rows)
+                except StopIteration:
+                    break
                 except TraceError as exc:
-                    raise RowError(exc.detail, path=file, row=row, field=exc.field) from None
+                    raise RowError(exc.detail, path=file, row=row + 1, field=exc.field) from None
+                row += 1
+                yield rec
     except (OSError, pa.ArrowException) as exc:
         raise RowError(f"unreadable row group {group} ({exc})", path=file, row=row + 1) from None
 
@@ -202,7 +249,7 @@ def read_parquet_records(path: str | Path, *, every: bool = True) -> Iterator[tu
     keep their defaults). No duplicate check here: see :func:`count_parquet` and
     :func:`read_parquet`.
     """
-    for file, start, records in _group_records(_groups(path), None, every):
+    for file, start, records in _group_records(_groups(path), None, every, _checked_rows):
         for row, rec in enumerate(records, start=start + 1):
             yield file, row, rec
 
@@ -283,7 +330,7 @@ def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) 
     out = _Share()
     digests = array("q")
     try:
-        records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False))
+        records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False, batch_records))
         out.tally = Tally.from_counts(tally_records(records, by, require, digests))
     except RowError as exc:
         out.error = (exc.detail, str(exc.path), exc.line, exc.field)

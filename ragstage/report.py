@@ -13,7 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, FLAGS, RIGHT, SEVERITY, Stage, diagnose
+from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
 from .streaming import group_of
 from .trace import Trace
@@ -34,14 +35,7 @@ __all__ = [
     "comparison_table",
 ]
 
-TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
 FUNNEL_COLUMNS = ["group", "stage", "entered", "survived", "rate", "low", "high"]
-FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
-
-
-def _group_of(trace: Trace, by: str | None) -> str:
-    """The group of a trace, by the same rule the streaming CLI applies to a record."""
-    return group_of(vars(trace), by)
 
 
 def count_buckets(traces: Iterable[Trace], by: str | None = "pipeline",
@@ -49,37 +43,13 @@ def count_buckets(traces: Iterable[Trace], by: str | None = "pipeline",
     """``{group: Counter(bucket -> count)}``; ``by`` is a trace field, a ``meta`` key, or None."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for trace in traces:
-        counts[_group_of(trace, by)][diagnose(trace, require).stage.value] += 1
+        counts[group_of(trace, by)][diagnose(trace, require).stage.value] += 1
     return dict(counts)
 
 
-def _check_buckets(counts: Mapping[str, Mapping[str, int]]) -> None:
-    for group, buckets in counts.items():
-        unknown = set(buckets) - set(BUCKETS)
-        if unknown:
-            raise ValueError(f"group {group!r}: unknown bucket(s) {sorted(unknown)}; known: {', '.join(BUCKETS)}")
-
-
 def table_from_counts(counts: Mapping[str, Mapping[str, int]], *, empty: bool = False) -> pd.DataFrame:
-    """One row per (group, bucket) in bucket order: count, n, share and its Wilson interval.
-
-    ``n`` is every question in the group, so the shares of a group add up to one.
-    ``empty=True`` keeps buckets with a count of zero (their interval is still informative:
-    0 of 300 is not the same claim as 0 of 5).
-    """
-    _check_buckets(counts)
-    rows = []
-    for group, buckets in counts.items():
-        n = sum(buckets.values())
-        if n == 0:
-            continue
-        for stage in BUCKETS:
-            k = int(buckets.get(stage, 0))
-            if k == 0 and not empty:
-                continue
-            low, high = wilson(k, n)
-            rows.append((group, stage, k, n, k / n, low, high))
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    """The attribution table of bucket counts (see :func:`ragstage.rows.bucket_rows`)."""
+    return pd.DataFrame(bucket_rows(counts, empty=empty), columns=TABLE_COLUMNS)
 
 
 def attribution_table(traces: Iterable[Trace], by: str | None = "pipeline", require: str = "any",
@@ -122,7 +92,7 @@ def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *, stages: Itera
     understanding is shown only for a group whose counts name that bucket: published
     counts that never mention it did not measure it.
     """
-    _check_buckets(counts)
+    check_buckets(counts)
     rows = []
     for group, buckets in counts.items():
         keep = set(stages) if stages is not None else (
@@ -156,7 +126,7 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
     qu_measured: Counter[str] = Counter()
     measured: dict[str, set[str]] = defaultdict(lambda: {"retrieval", "prompt_assembly", "generation"})
     for trace in traces:
-        group = _group_of(trace, by)
+        group = group_of(trace, by)
         bucket = diagnose(trace, require).stage.value
         counts[group][bucket] += 1
         if trace.query_ok is not None:
@@ -203,27 +173,15 @@ def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[d
     flags: dict[str, Counter[str]] = defaultdict(Counter)
     totals: Counter[str] = Counter()
     for trace in traces:
-        group = _group_of(trace, by)
+        group = group_of(trace, by)
         totals[group] += 1
         flags[group].update(diagnose(trace).flags)
     return dict(flags), totals
 
 
 def flag_table_from_counts(flags: Mapping[str, Mapping[str, int]], totals: Mapping[str, int]) -> pd.DataFrame:
-    """One row per (group, flag): severity, count, traces in the group, share, Wilson interval.
-
-    Every flag gets a row, zero counts included: "no fabricated citation in 40 answers" is a
-    finding with an interval of its own.
-    """
-    rows = []
-    for group, n in totals.items():
-        if n <= 0:
-            continue
-        for flag in FLAGS:
-            k = int(flags.get(group, {}).get(flag, 0))
-            low, high = wilson(k, n)
-            rows.append((group, flag, SEVERITY[flag], k, int(n), k / n, low, high))
-    return pd.DataFrame(rows, columns=FLAG_COLUMNS)
+    """The flag table of flag counts and group sizes (see :func:`ragstage.rows.flag_rows`)."""
+    return pd.DataFrame(flag_rows(flags, totals), columns=FLAG_COLUMNS)
 
 
 def flag_table(traces: Iterable[Trace], by: str | None = "pipeline") -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 A team whose traces already sit in a table should not export them to a laptop. The columns
 are those of :data:`ragstage.parquet.SCHEMA` (any subset, with ``query_id``). Each Arrow batch
-goes through the same :func:`~ragstage.trace.check_record` and
+goes through the same checks (:func:`~ragstage.parquet.batch_records`) and
 :func:`~ragstage.attribution.diagnose_record` as a JSON line, inside the executors
 (``mapInArrow``); Spark counts the buckets and does the pairing join; the Wilson intervals
 and the exact McNemar test are computed on the driver from those counts by the same
@@ -23,10 +23,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .attribution import diagnose_record
-from .parquet import _RANKED, _check, _drop_null_columns, _records
+from .parquet import _RANKED, _drop_null_columns, batch_records
 from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
 from .streaming import Tally, group_of
-from .trace import FIELDS, TraceError, check_record
+from .trace import FIELDS, TraceError
 
 __all__ = ["tally", "attribution_table", "flag_table", "compare"]
 
@@ -58,20 +58,20 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
         for batch in batches:
             positions = batch.column("_pos").to_pylist()
             batch = _drop_null_columns(batch.drop_columns(["_pos"]))
-            check = _check if {*_RANKED, "meta"}.intersection(batch.schema.names) else check_record
             out: dict[str, list[Any]] = {name: [] for name in _OUT_SCHEMA.names}
-            for raw, pos in zip(_records(batch), positions):
+            records = batch_records(batch)
+            for i, pos in enumerate(positions):
                 row += 1
                 try:
-                    rec = check(raw)
+                    rec = next(records)
                 except TraceError as exc:
-                    where = f"partition row {row} (query_id {raw.get('query_id')!r})"
+                    where = f"partition row {row} (query_id {batch.column('query_id')[i].as_py()!r})"
                     message = f"{where}, field '{exc.field}': {exc.detail}" if exc.field else f"{where}: {exc.detail}"
                     yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [message], "pos": [pos]},
                                                      schema=_OUT_SCHEMA)
                     return
                 d = diagnose_record(rec, require)
-                out["key"].append(rec["query_id"])
+                out["key"].append(rec.query_id)
                 out["grp"].append(group_of(rec, by))
                 out["stage"].append(d.stage.value)
                 out["flags"].append(",".join(d.flags))

@@ -7,17 +7,19 @@ same questions are compared with the exact McNemar test on the questions that fl
 which is far more sensitive than comparing two separate intervals. Several such tests on the
 same questions get Holm's correction, so that "one of them came out significant" keeps its
 meaning.
+
+numpy, pandas and scipy are imported inside the functions that need them: the command line
+computes Wilson intervals for a million traces' counts and should not wait for them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-import numpy as np
-import pandas as pd
-from scipy.special import bdtr
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "Z95",
@@ -114,6 +116,9 @@ def interval_coverage(ns: Sequence[int], ps: Sequence[float], *, reps: int = 20_
     simulation itself, so its own noise is visible. Seeded: the same call prints the same
     numbers on every machine.
     """
+    import numpy as np
+    import pandas as pd
+
     if reps < 1:
         raise ValueError(f"reps must be positive, got {reps}")
     rng = np.random.default_rng(seed)
@@ -174,6 +179,8 @@ def mcnemar(b: int, c: int) -> float:
     n = int(b) + int(c)
     if n == 0:
         return 1.0
+    from scipy.special import bdtr
+
     return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
 
 
@@ -232,6 +239,8 @@ def bootstrap_mean_ci(values: Iterable[float], *, n_boot: int = 10_000, level: f
     relevant documents) a binomial interval does not apply; resampling the questions does.
     Seeded, so a notebook prints the same interval every run. Returns (mean, low, high).
     """
+    import numpy as np
+
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         raise ValueError("bootstrap needs at least one value")

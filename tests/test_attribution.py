@@ -257,3 +257,11 @@ def test_an_unlogged_prompt_is_never_right_and_never_blames_assembly_or_generati
     d = diagnose(trace.replace(prompt=None))
     assert not d.right
     assert d.stage not in (Stage.PROMPT_ASSEMBLY, Stage.GENERATION, Stage.SOURCE_OR_LABEL, Stage.UNJUDGED)
+
+
+@settings(max_examples=300, deadline=None)
+@given(traces(), st.sampled_from(["any", "all"]))
+def test_a_repeated_gold_id_changes_nothing(trace, require):
+    # One gold id is tested by membership, several by set intersection: the two must agree.
+    repeated = trace.replace(gold=[*trace.gold, *trace.gold])
+    assert diagnose(repeated, require) == diagnose(trace, require)

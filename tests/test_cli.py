@@ -134,6 +134,25 @@ def test_public_imports():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+def test_import_and_attribute_start_without_pandas_or_scipy():
+    # The command line attributes big files; its start-up should not wait for the notebook stack.
+    code = ("import sys, ragstage; assert not {'pandas', 'scipy'} & set(sys.modules), 'import'; "
+            "from ragstage.cli import main; main(['attribute', %r, '--format', 'json']); "
+            "assert not {'pandas', 'scipy'} & set(m.split('.')[0] for m in sys.modules), 'attribute'") % FIVE
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_public_name_resolves_lazily():
+    import ragstage
+
+    assert sorted(ragstage.__all__) == sorted(ragstage._MODULES)
+    for name in ragstage.__all__:
+        assert getattr(ragstage, name) is not None
+    with pytest.raises(AttributeError):
+        ragstage.no_such_name  # noqa: B018
+
+
 def test_console_script_is_installed():
     import shutil
 

@@ -12,7 +12,9 @@ from trace_sets import TRACE_FILES, synthetic
 from ragstage import Trace, TraceError, compare, read_traces, write_traces
 from ragstage.fixtures import fixture_path
 from ragstage.formats import convert, read_any
-from ragstage.parquet import SCHEMA, RowError, count_parquet, read_parquet, write_parquet
+from ragstage.attribution import diagnose_record
+from ragstage.parquet import SCHEMA, RowError, _checked_rows, batch_records, count_parquet, read_parquet, write_parquet
+from ragstage.record import as_record
 from ragstage.streaming import count_file
 
 
@@ -70,6 +72,10 @@ def _bad_file(tmp_path, column, values, type_=None):
     ("meta", [None, "{", None], None, 2, "JSON text of an object"),
     ("query", ["a", None, "c"], None, 2, "must not be null"),
     ("retrieved_sections", [None, ["s"], None], None, 2, "sections need scores"),
+    # Plain-typed columns that a null makes not plain: the batch leaves the fast path.
+    ("gold", [["a"], [None], ["b"]], None, 2, "ids must be strings or integers"),
+    ("pipeline", ["a", "b", None], None, 3, "must not be null"),
+    ("answerable", [True, None, False], None, 2, "must not be null"),
 ])
 def test_bad_rows_name_file_row_and_field(tmp_path, column, values, type_, bad_row, words):
     path = _bad_file(tmp_path, column, values, type_)
@@ -80,6 +86,23 @@ def test_bad_rows_name_file_row_and_field(tmp_path, column, values, type_, bad_r
         err = info.value
         assert (err.path, err.line, err.field) == (str(path), bad_row, field)
         assert str(err).startswith(f"{path}, row {bad_row}, field '{field}': ") and words in str(err)
+
+
+def test_plain_batches_give_the_records_of_the_full_check(tmp_path):
+    traces = [t.replace(error=None, meta={}) for t in synthetic(2000, seed=3)]  # no error or meta column: plain
+    write_parquet(tmp_path / "plain.parquet", traces)
+    table = pq.read_table(tmp_path / "plain.parquet")
+    batch = table.select([n for n in table.column_names if table[n].null_count < len(table)]).to_batches()[0]
+    fast, full = list(batch_records(batch)), [as_record(r) for r in _checked_rows(batch)]
+    assert isinstance(fast[0].gold, list) and isinstance(full[0].gold, tuple)  # the two paths were taken
+    assert len(fast) == len(full) == batch.num_rows
+    def fields(rec):  # ids as lists; no meta and empty meta are the same thing
+        return [list(x) if isinstance(x, tuple) else x or None if f == "meta" else x
+                for f, x in zip(rec.__struct_fields__, (getattr(rec, f) for f in rec.__struct_fields__))]
+
+    for a, b in zip(fast, full):
+        assert fields(a) == fields(b)
+        assert diagnose_record(a) == diagnose_record(b)
 
 
 def test_unknown_column_missing_file_and_duplicates(tmp_path):

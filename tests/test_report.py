@@ -200,3 +200,14 @@ def test_stage_entrants_are_the_funnels_denominators(seed, require):
 def test_stage_entrants_rejects_an_unknown_stage():
     with pytest.raises(ValueError, match="unknown stage"):
         stage_entrants([], "reranker")
+
+
+def test_cli_rows_are_the_notebook_tables(four_logs):
+    from ragstage.report import count_flags, flag_table_from_counts
+    from ragstage.rows import bucket_rows, flag_rows
+
+    counts = count_buckets(four_logs)
+    assert [tuple(r) for r in table_from_counts(counts, empty=True).itertuples(index=False)] == \
+        bucket_rows(counts, empty=True)
+    flags, totals = count_flags(four_logs)
+    assert [tuple(r) for r in flag_table_from_counts(flags, totals).itertuples(index=False)] == flag_rows(flags, totals)

@@ -68,3 +68,12 @@ def test_gzip_and_several_files(tmp_path):
     write_traces(packed, traces[200:])
     assert gzip.open(packed).read(1) == b"{"
     assert count_files([plain, packed]).buckets == count_buckets(traces)
+
+
+@pytest.mark.parametrize("by", ["pipeline", None, "kind", "model", "answer", "query_id"])
+def test_the_counting_loops_grouper_is_group_of(big, by):
+    from ragstage.streaming import _grouper, group_of
+
+    traces, _ = big
+    group = _grouper(by)
+    assert [group(t) for t in traces[:500]] == [group_of(t, by) for t in traces[:500]]

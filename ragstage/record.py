@@ -1,0 +1,67 @@
+"""The counting path's trace record, and a JSON line decoded straight into it.
+
+``ragstage attribute`` diagnoses a million traces. Building a checked dict per trace
+(:func:`~ragstage.fields.check_record`) cost as much as parsing the JSON; so this path
+decodes each line with msgspec straight into :class:`Record`, a typed struct whose field
+types do the checking in C while the line is parsed.
+
+The types are not a second copy of the field rules: they are found by asking each checker
+of :data:`~ragstage.fields.FIELDS` what it takes as is (a string, a boolean, a list of
+string ids, a list of booleans, an object; null where null is allowed). A field whose check
+does more than a type test (an integer id to convert, ranked ``{"id", "score"}`` entries, an
+``error`` object, a ``prompt_source``) is typed to accept only null. A line that does not fit
+the fast types is therefore not rejected here: it goes to ``check_record``, which converts
+it or raises the error that names the field. So every line gets exactly the checks and
+errors it would get from ``check_record``, and ``tests/test_record.py`` checks the two
+agree on random records, bad ones included.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import msgspec
+import orjson
+
+from .fields import FIELDS, TraceError, check_record, fast_type_of
+
+__all__ = ["Record", "decode_record", "as_record"]
+
+
+def _struct_fields() -> list[tuple[str, Any, Any]]:
+    out = []
+    for name, (_, default) in FIELDS.items():
+        kind, nullable = fast_type_of(name)
+        kind = None if kind is None else (Optional[kind] if nullable else kind)
+        out.append((name, kind, default))
+    return out
+
+
+#: A normalised trace with attribute access: what :func:`~ragstage.attribution.diagnose_record`
+#: reads, like a :class:`~ragstage.trace.Trace`. Id lists may be lists or tuples; ``meta``
+#: may be None (no metadata). The scores and sections of ranked entries are not kept: no
+#: rule reads them. ``gc=False``: a decoded trace holds no reference cycles.
+Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=True, gc=False,
+                           module=__name__)
+_decode = msgspec.json.Decoder(Record).decode
+
+
+def decode_record(line: bytes) -> Record:
+    """One JSON line as a checked :class:`Record`.
+
+    Raises :class:`~ragstage.fields.TraceError` naming the field, or
+    ``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
+    ``check_record(orjson.loads(line))`` would.
+    """
+    try:
+        rec = _decode(line)
+    except msgspec.DecodeError:  # not the fast types (or not JSON): the full check decides
+        return as_record(check_record(orjson.loads(line)))
+    if rec.query_id is None:  # typed as nullable only so that check_record can say "missing"
+        raise TraceError("missing (every trace needs a query_id)", field="query_id")
+    return rec
+
+
+def as_record(clean: dict[str, Any]) -> Record:
+    """A :class:`Record` of a normalised dict from :func:`~ragstage.fields.check_record`."""
+    return Record(*[clean[name] for name in FIELDS])

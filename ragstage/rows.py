@@ -1,0 +1,65 @@
+"""The attribution and flag tables as plain rows, computed from counts.
+
+The command line prints these tables for files of a million traces; building them needs
+only the counts and the Wilson interval, so it should not wait for pandas to import.
+:mod:`ragstage.report` wraps the same rows in DataFrames for the notebooks, so the two
+outputs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .attribution import BUCKETS, FLAGS, SEVERITY
+from .stats import wilson
+
+__all__ = ["TABLE_COLUMNS", "FLAG_COLUMNS", "bucket_rows", "check_buckets", "flag_rows"]
+
+TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
+FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
+
+
+def check_buckets(counts: Mapping[str, Mapping[str, int]]) -> None:
+    for group, buckets in counts.items():
+        unknown = set(buckets) - set(BUCKETS)
+        if unknown:
+            raise ValueError(f"group {group!r}: unknown bucket(s) {sorted(unknown)}; known: {', '.join(BUCKETS)}")
+
+
+def bucket_rows(counts: Mapping[str, Mapping[str, int]], *, empty: bool = False) -> list[tuple]:
+    """One row per (group, bucket) in bucket order: count, n, share and its Wilson interval.
+
+    ``n`` is every question in the group, so the shares of a group add up to one.
+    ``empty=True`` keeps buckets with a count of zero (their interval is still informative:
+    0 of 300 is not the same claim as 0 of 5).
+    """
+    check_buckets(counts)
+    rows = []
+    for group, buckets in counts.items():
+        n = sum(buckets.values())
+        if n == 0:
+            continue
+        for stage in BUCKETS:
+            k = int(buckets.get(stage, 0))
+            if k == 0 and not empty:
+                continue
+            low, high = wilson(k, n)
+            rows.append((group, stage, k, n, k / n, low, high))
+    return rows
+
+
+def flag_rows(flags: Mapping[str, Mapping[str, int]], totals: Mapping[str, int]) -> list[tuple]:
+    """One row per (group, flag): severity, count, traces in the group, share, Wilson interval.
+
+    Every flag gets a row, zero counts included: "no fabricated citation in 40 answers" is a
+    finding with an interval of its own.
+    """
+    rows = []
+    for group, n in totals.items():
+        if n <= 0:
+            continue
+        for flag in FLAGS:
+            k = int(flags.get(group, {}).get(flag, 0))
+            low, high = wilson(k, n)
+            rows.append((group, flag, SEVERITY[flag], k, int(n), k / n, low, high))
+    return rows

@@ -1,0 +1,102 @@
+"""The counting path's typed decoding: it must accept, convert and reject exactly as check_record does."""
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragstage.attribution import diagnose, diagnose_record
+from ragstage.fields import FIELDS, TraceError, check_record, fast_type_of
+from ragstage.record import Record, as_record, decode_record
+
+# Values of every JSON kind, plus the shapes the fields really take (ids, ranked entries, errors).
+SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False) \
+    | st.sampled_from(["", "d1", "d2", "logged", "recovered", "ID: d1", "It is 20 weeks [1]."])
+IDS = st.lists(st.sampled_from(["d1", "d2", "d3"]) | st.integers(0, 3), max_size=4)
+RANKED = st.lists(st.fixed_dictionaries({"id": st.sampled_from(["d1", "d2"]), "score": st.floats(-1, 1)},
+                                        optional={"section": st.none() | st.text(max_size=3)}), max_size=3)
+VALUES = SCALARS | IDS | RANKED | st.lists(st.booleans(), max_size=3) \
+    | st.fixed_dictionaries({"stage": st.sampled_from(["retrieval", 3])}, optional={"message": st.just("down")}) \
+    | st.dictionaries(st.sampled_from(["kind", "stage"]), SCALARS, max_size=2)
+NAMES = st.sampled_from([*FIELDS, "promt", "retrieved_scores"])
+
+
+def records():
+    return st.dictionaries(NAMES, VALUES, max_size=8).map(lambda d: {"query_id": "q", **d} if "query_id" not in d
+                                                          or d["query_id"] is None and len(d) % 2 else d)
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _same(rec, clean):
+    for name in FIELDS:
+        got, want = getattr(rec, name), clean[name]
+        if name == "meta":
+            got, want = got or {}, want or {}
+        assert _plain(got) == _plain(want), name
+
+
+@settings(max_examples=1500, deadline=None)
+@given(records())
+def test_decoding_agrees_with_check_record_on_any_object(obj):
+    line = orjson.dumps(obj)
+    try:
+        clean = check_record(obj)
+    except TraceError as expected:
+        with pytest.raises(TraceError) as got:
+            decode_record(line)
+        assert (got.value.field, got.value.detail) == (expected.field, expected.detail)
+        return
+    rec = decode_record(line)
+    _same(rec, clean)
+    assert diagnose_record(rec) == diagnose_record(as_record(clean))
+
+
+def test_plain_lines_take_the_typed_path_and_others_the_full_check():
+    plain = decode_record(b'{"query_id": "q", "gold": ["d1"], "retrieved": ["d1"], "claims": [true]}')
+    assert isinstance(plain.gold, list) and plain.claims == [True]  # lists: straight from the decoder
+    converted = decode_record(b'{"query_id": 7, "retrieved": [{"id": 1, "score": 0.5}]}')
+    assert converted.query_id == "7" and converted.retrieved == ("1",)  # tuples: through check_record
+
+
+@pytest.mark.parametrize("line, field, words", [
+    (b'{"query_id": "q", "promt": ["d1"]}', "promt", "unknown field"),
+    (b'{"query_id": "q", "gold": "d1"}', "gold", "list of ids"),
+    (b'{"query_id": "q", "gold": null}', "gold", "must not be null"),
+    (b'{"gold": ["d1"]}', "query_id", "missing"),
+    (b'{"query_id": null}', "query_id", "missing"),
+    (b'{"query_id": "q", "answerable": 1}', "answerable", "true or false"),
+    (b'{"query_id": "q", "prompt_source": "guessed"}', "prompt_source", "logged, recovered"),
+    (b'["q"]', None, "JSON object"),
+])
+def test_bad_lines_name_the_field(line, field, words):
+    with pytest.raises(TraceError) as err:
+        decode_record(line)
+    assert err.value.field == field and words in err.value.detail
+
+
+def test_a_line_that_is_not_json_raises_the_json_error():
+    with pytest.raises(orjson.JSONDecodeError):
+        decode_record(b'{"query_id": "q",')
+
+
+def test_record_fields_are_the_trace_fields_in_order():
+    assert Record.__struct_fields__ == tuple(FIELDS)
+
+
+def test_fast_types_follow_the_checkers():
+    assert fast_type_of("gold") == (list[str], False)
+    assert fast_type_of("reranked") == (list[str], True)
+    assert fast_type_of("pipeline") == (str, False)
+    assert fast_type_of("claims") == (list[bool], True)
+    assert fast_type_of("meta")[0].__origin__ is dict
+    assert fast_type_of("error") == (None, True)  # an object check, not a type test
+    assert fast_type_of("prompt_source") == (None, True)  # one of two words, not any string
+
+
+def test_as_record_diagnoses_like_the_trace(five_cases):
+    for trace in five_cases:
+        clean = check_record(trace.to_dict())
+        assert diagnose_record(as_record(clean)) == diagnose(trace)
