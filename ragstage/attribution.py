@@ -153,8 +153,9 @@ def survives(gold: Iterable[str], ids: Iterable[str], require: str = "any") -> b
     """Did the gold evidence survive a stage whose output is ``ids``?
 
     ``require="any"``: some gold id is there (one relevant abstract is enough);
-    ``require="all"``: every gold id is. The one survival test of the package: the walk
-    below, the funnel and the oracle measures all use it.
+    ``require="all"``: every gold id is. The survival test of the funnel and the oracle
+    measures; :func:`diagnose_record` applies the same test inline (a million calls), and
+    ``tests/test_attribution.py`` checks that the walk stops exactly where this says.
     """
     gold = gold if isinstance(gold, frozenset) else frozenset(gold)
     kept = gold.intersection(ids)

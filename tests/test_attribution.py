@@ -265,3 +265,16 @@ def test_a_repeated_gold_id_changes_nothing(trace, require):
     # One gold id is tested by membership, several by set intersection: the two must agree.
     repeated = trace.replace(gold=[*trace.gold, *trace.gold])
     assert diagnose(repeated, require) == diagnose(trace, require)
+
+
+@settings(max_examples=400, deadline=None)
+@given(traces(), st.sampled_from(["any", "all"]))
+def test_the_walk_stops_where_survives_says(trace, require):
+    # diagnose_record tests survival inline for speed; it must agree with survives() stage by stage.
+    stage = diagnose(trace, require).stage
+    kept = [survives(trace.gold, trace.retrieved, require),
+            trace.reranked is None or survives(trace.gold, trace.reranked, require),
+            trace.prompt is None or survives(trace.gold, trace.prompt, require)]
+    lost = {Stage.RETRIEVAL: 0, Stage.RERANKING: 1, Stage.PROMPT_ASSEMBLY: 2}
+    first_lost = kept.index(False) if False in kept else None
+    assert lost.get(stage) == first_lost

@@ -10,9 +10,9 @@ import pytest
 from trace_sets import TRACE_FILES, synthetic
 
 from ragstage import Trace, TraceError, compare, read_traces, write_traces
+from ragstage.attribution import diagnose_record
 from ragstage.fixtures import fixture_path
 from ragstage.formats import convert, read_any
-from ragstage.attribution import diagnose_record
 from ragstage.parquet import SCHEMA, RowError, _checked_rows, batch_records, count_parquet, read_parquet, write_parquet
 from ragstage.record import as_record
 from ragstage.streaming import count_file
