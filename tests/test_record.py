@@ -110,3 +110,17 @@ def test_as_record_diagnoses_like_the_trace(five_cases):
     for trace in five_cases:
         clean = check_record(trace.to_dict())
         assert diagnose_record(as_record(clean)) == diagnose(trace)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=3))
+def test_free_form_meta_reads_as_orjson_reads_it(meta):
+    # The assumption behind _as_orjson_reads: big integers are the decoders' only difference.
+    line = json.dumps({"query_id": "q", "meta": meta}).encode()
+    assert repr(decode_record(line).meta or {}) == repr(orjson.loads(line)["meta"])
