@@ -215,7 +215,7 @@ def _judge(rec: Checked, gold: frozenset[str], single: str | None) -> tuple[bool
         return rec.correct, "judged by the 'correct' label"
     answer_ids = rec.answer_ids
     if answer_ids is not None:
-        return (single in answer_ids if single is not None else not gold.isdisjoint(answer_ids)), _BY_IDS
+        return _gold_in(gold, single, answer_ids) > 0, _BY_IDS
     claims = rec.claims
     if claims and not all(claims):
         return False, "judged by claim support labels"
@@ -247,6 +247,7 @@ def _generation_reason(rec: Checked, gold: frozenset[str], single: str | None,
     return REASONS["wrong"]
 
 
+_NO_GOLD: frozenset[str] = frozenset()  # the set form of gold when its one id is tested by membership
 _new = tuple.__new__  # builds a Diagnosis without NamedTuple's Python-level __new__ (a million calls)
 _ANSWERED = {how: f"answered correctly ({how})" for how in ("judged by the 'correct' label", _BY_IDS)}
 
@@ -271,10 +272,10 @@ def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
     retrieved, prompt, claims, answer, answer_ids = rec.retrieved, rec.prompt, rec.claims, rec.answer, rec.answer_ids
     flags = _flags(answer, answer_ids, prompt) if answer or answer_ids else ()
     if n_gold:
-        kept_retrieved = (single in retrieved) if single is not None else len(gold.intersection(retrieved))
+        kept_retrieved = _gold_in(gold, single, retrieved)
         recall = kept_retrieved / n_gold
         if prompt is not None:
-            kept_prompt = (single in prompt) if single is not None else len(gold.intersection(prompt))
+            kept_prompt = _gold_in(gold, single, prompt)
             retention = kept_prompt / n_gold
         else:
             kept_prompt, retention = 0, None
@@ -297,8 +298,7 @@ def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
         stage, reason = Stage.QUERY_UNDERSTANDING, "the rewritten query or its filters were judged wrong"
     elif kept_retrieved < need:
         stage, reason = Stage.RETRIEVAL, "gold evidence not among the retrieved candidates"
-    elif (reranked := rec.reranked) is not None and (
-            (single in reranked) if single is not None else len(gold.intersection(reranked))) < need:
+    elif rec.reranked is not None and _gold_in(gold, single, rec.reranked) < need:
         stage, reason = Stage.RERANKING, "retrieved, then dropped by the reranker's cut"
     elif prompt is None:
         stage, reason = Stage.NOT_LOGGED, ("survived every logged stage, but the prompt ids were not logged: "
@@ -325,9 +325,6 @@ def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
             else:
                 stage = Stage.GENERATION
     return _new(Diagnosis, (stage, reason, recall, retention, support, flags))
-
-
-_NO_GOLD: frozenset[str] = frozenset()
 
 
 def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
