@@ -73,15 +73,7 @@ class Trace:
     def __post_init__(self) -> None:
         # Route keyword construction through the same checks as file input, so
         # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
-        raw = {k: getattr(self, k) for k in FIELDS}
-        for stage in ("retrieved", "reranked"):
-            ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
-                                     getattr(self, f"{stage}_sections"), stage)
-            if ranked is not None:
-                raw[stage] = ranked
-        clean = check_record(raw)
-        for k, v in clean.items():
-            object.__setattr__(self, k, v)
+        self.__dict__.update(check_record(self._fields()))  # frozen: fill __dict__, as _from_clean does
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "Trace":
@@ -97,19 +89,19 @@ class Trace:
         obj.__dict__.update(clean)
         return obj
 
-    def to_dict(self) -> dict[str, Any]:
-        """The on-disk form: every field, lists as lists, scores and sections folded back in."""
-        out: dict[str, Any] = {}
-        for name in FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, tuple):
-                value = list(value)
-            out[name] = value
+    def _fields(self) -> dict[str, Any]:
+        """Every JSON field as held, with scores and sections folded back into ranked entries."""
+        out = {name: getattr(self, name) for name in FIELDS}
         for stage in ("retrieved", "reranked"):
             ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
                                      getattr(self, f"{stage}_sections"), stage)
             if ranked is not None:
                 out[stage] = ranked
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The on-disk form: every field, lists as lists, scores and sections folded back in."""
+        out = {name: list(value) if isinstance(value, tuple) else value for name, value in self._fields().items()}
         out["meta"] = dict(self.meta)
         return out
 
