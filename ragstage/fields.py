@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-__all__ = ["FIELDS", "NULLABLE_FIELDS", "TraceError", "check_record", "fast_type_of", "ranked_entries"]
+__all__ = ["FIELDS", "NULLABLE_FIELDS", "FirstSeen", "TraceError", "check_record", "fast_type_of", "ranked_entries"]
 
 
 class TraceError(ValueError):
@@ -281,3 +281,23 @@ def ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
             if section is not None:
                 entry["section"] = section
     return entries
+
+
+class FirstSeen:
+    """Where each (query_id, pipeline) key was first met: every reader's duplicate check.
+
+    One trace per question and pipeline: a repeated key would count that question twice.
+    ``unit`` names a position in the reader's errors ("line" or "row").
+    """
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self._first: dict[tuple[str, str], tuple[str, int]] = {}
+
+    def repeat(self, path: str, position: int, query_id: str, pipeline: str) -> str | None:
+        """None the first time a key is met; after that, the error message naming its first place."""
+        first = self._first.setdefault((query_id, pipeline), (path, position))
+        if first == (path, position):
+            return None
+        where = f"{self.unit} {first[1]}" + ("" if first[0] == path else f" of {first[0]}")
+        return f"duplicate query_id {query_id!r} for pipeline {pipeline!r} (first on {where})"

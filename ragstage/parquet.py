@@ -30,7 +30,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .fields import FIELDS, NULLABLE_FIELDS, TraceError, check_record, fast_type_of, ranked_entries
+from .fields import FIELDS, NULLABLE_FIELDS, FirstSeen, TraceError, check_record, fast_type_of, ranked_entries
 from .record import Record, as_record
 from .streaming import Tally, find_duplicate, repeated_digests, tally_records
 from .trace import Trace
@@ -280,14 +280,11 @@ def read_parquet(path: str | Path) -> Iterator[Trace]:
     A duplicate (``query_id``, ``pipeline``) within the file or folder is an error, as in a
     JSON Lines file.
     """
-    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    seen = FirstSeen("row")
     for file, row, rec in read_parquet_records(path):
-        key = (rec["query_id"], rec["pipeline"])
-        first = seen.setdefault(key, (file, row))
-        if first != (file, row):
-            where = f"row {first[1]}" + ("" if first[0] == file else f" of {first[0]}")
-            raise RowError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on {where})",
-                           path=file, row=row, field="query_id")
+        repeated = seen.repeat(file, row, rec["query_id"], rec["pipeline"])
+        if repeated:
+            raise RowError(repeated, path=file, row=row, field="query_id")
         yield Trace._from_clean(rec)
 
 

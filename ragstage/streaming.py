@@ -31,7 +31,7 @@ from zlib import adler32, crc32
 import orjson
 
 from .attribution import Checked, diagnose_record
-from .fields import FIELDS, fast_type_of
+from .fields import FIELDS, FirstSeen, fast_type_of
 from .record import as_record, decode_record
 from .trace import TraceError, read_records
 
@@ -68,14 +68,12 @@ def find_duplicate(keys: Iterable[tuple[str, int, str, str]], suspects: set[int]
     Returns ``(message, path, position)`` for the reader to raise as its own error (``unit``:
     "line" or "row"), or None when every suspect digest was a checksum collision.
     """
-    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    seen = FirstSeen(unit)
     for path, position, query_id, pipeline in keys:
-        if key_digest(query_id, pipeline) not in suspects:
-            continue
-        first = seen.setdefault((query_id, pipeline), (path, position))
-        if first != (path, position):
-            where = f"{unit} {first[1]}" + ("" if first[0] == path else f" of {first[0]}")
-            return f"duplicate query_id {query_id!r} for pipeline {pipeline!r} (first on {where})", path, position
+        if key_digest(query_id, pipeline) in suspects:
+            repeated = seen.repeat(path, position, query_id, pipeline)
+            if repeated:
+                return repeated, path, position
     return None
 
 

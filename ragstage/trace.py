@@ -14,7 +14,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, Typ
 
 import orjson
 
-from .fields import FIELDS, TraceError, check_record, ranked_entries
+from .fields import FIELDS, FirstSeen, TraceError, check_record, ranked_entries
 
 T = TypeVar("T")
 
@@ -169,13 +169,11 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     A duplicate (``query_id``, ``pipeline``) pair within the file is an error, because
     a replay would otherwise count that question twice.
     """
-    seen: dict[tuple[str, str], int] = {}
+    seen = FirstSeen("line")
     for lineno, rec in read_json_lines(path, check_record):
-        key = (rec["query_id"], rec["pipeline"])
-        if key in seen:
-            raise TraceError(f"duplicate query_id {key[0]!r} for pipeline {key[1]!r} (first on line {seen[key]})",
-                             path=str(path), line=lineno, field="query_id")
-        seen[key] = lineno
+        repeated = seen.repeat(str(path), lineno, rec["query_id"], rec["pipeline"])
+        if repeated:
+            raise TraceError(repeated, path=str(path), line=lineno, field="query_id")
         yield lineno, rec
 
 
