@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .attribution import diagnose_record
+from .attribution import check_require, diagnose_record
 from .fields import TraceError, check_columns, missing
 from .parquet import batch_records
 from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
@@ -48,8 +48,7 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
     A bad row ends the partition with one row holding the error (its position in the
     partition, its query_id, the field and the message), which the driver raises.
     """
-    if require not in ("any", "all"):
-        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
+    check_require(require)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         row = 0
