@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
-from .trace import Trace
+from ..trace import Trace
 
 __all__ = ["TraceLogger", "redact_digest", "append_line"]
 
