@@ -1,6 +1,6 @@
 """``ragstage doctor``: which of the minimum log fields your traces lack, and what that costs.
 
-Seed 004's minimum log per request is: query; retrieved (id, score, section); reranked; the
+*Diagnosing RAG Failure Modes* names the minimum log per request: query; retrieved (id, score, section); reranked; the
 prompt ids; answer; model; prompt version; gold; timestamp. Each missing field makes some
 diagnosis impossible, and the doctor says which. A few gaps **block** attribution outright
 (no gold: nothing to look for; no prompt ids: assembly and retrieval losses look the same; no
