@@ -12,8 +12,6 @@ attributes become its ``metadata``. Ids are base64 in MLflow's JSON and hex here
 
 from __future__ import annotations
 
-import base64
-import binascii
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -41,23 +39,12 @@ def _text(value: Any) -> Any:
 
 
 def _id(value: Any, digits: int, name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise SpanError(f"expected an id, got {value!r:.40}", field=name)
-    if value.startswith("tr-"):
+    """A hex id from MLflow's base64 (or hex; a ``tr-`` request id prefix dropped)."""
+    from .otlp import hex_id
+
+    if isinstance(value, str) and value.startswith("tr-"):
         value = value[3:]
-    if len(value) == digits:
-        try:
-            int(value, 16)
-            return value.lower()
-        except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) * 2 != digits:
-        raise SpanError(f"not a base64 or hex id: {value!r:.40}", field=name)
-    return raw.hex()
+    return hex_id(value, digits, name)
 
 
 def _documents(prefix: str, docs: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ __all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_expo
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
-def _hex_id(value: Any, digits: int, name: str) -> str:
+def hex_id(value: Any, digits: int, name: str) -> str:
     """A hex id; base64 (protobuf's own JSON mapping of bytes) is accepted and converted."""
     if not isinstance(value, str) or not value:
         raise SpanError(f"expected a {digits}-digit hex id, got {value!r:.40}", field=name)
@@ -137,9 +137,9 @@ def _span(raw: Any) -> Span:
     except (TypeError, ValueError):
         raise SpanError("span times must be integers (Unix nanoseconds)", field="startTimeUnixNano") from None
     return Span(
-        trace_id=_hex_id(_get(raw, "traceId"), 32, "traceId"),
-        span_id=_hex_id(_get(raw, "spanId"), 16, "spanId"),
-        parent_id=_hex_id(parent, 16, "parentSpanId") if parent else None,
+        trace_id=hex_id(_get(raw, "traceId"), 32, "traceId"),
+        span_id=hex_id(_get(raw, "spanId"), 16, "spanId"),
+        parent_id=hex_id(parent, 16, "parentSpanId") if parent else None,
         name=str(raw.get("name") or ""),
         start_ns=start,
         end_ns=end,
