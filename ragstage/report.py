@@ -243,7 +243,8 @@ def comparison_from_moves(moves: Mapping[tuple[str, str], int], only_before: Ite
     if (only_a or only_b) and not intersect:
         sample = (only_a + only_b)[:3]
         raise ValueError(f"the runs cover different questions ({len(only_a)} only before, {len(only_b)} "
-                         f"only after, e.g. {', '.join(sample)}); pass intersect=True to compare the shared ones")
+                         f"only after, e.g. {', '.join(sample)}); compare the shared ones with --intersect "
+                         "(Python: intersect=True)")
     moves = {pair: int(k) for pair, k in moves.items() if k}
     if not moves:
         raise ValueError("the two runs share no query_id")

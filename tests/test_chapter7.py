@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragstage import compare, diagnose
-from ragstage.doctor import doctor_files
 from ragstage.fixtures import fixture_path
 from ragstage.ingest import Label, ingest_openinference, judge_contains
 from ragstage.ingest.demo import (
@@ -37,6 +36,7 @@ from ragstage.ingest.demo import (
     run_demo,
     words,
 )
+from ragstage.ingest.doctor import doctor_files
 from ragstage.ingest.gold import gold_ids
 
 pytest.importorskip("opentelemetry.sdk")
@@ -152,7 +152,11 @@ def test_baseline_run_is_what_the_chapter_describes(run_dir):
     traces = traces_of(BASE, run_dir)
     assert len(traces) == 36 and all(t.prompt_source == "recovered" for t in traces)
     assert all(t.pipeline == "chunks200-k6-budget800" and t.model.startswith("scripted") for t in traces)
-    assert buckets(traces) == Counter(none=20, generation=12, retrieval=2, prompt_assembly=2)
+    # q20's gold span ends in "7.4 mmHg", and "mmHg" opens a chunk that was never retrieved: the
+    # prompt does not contain the gold span (partial coverage), so it is an assembly loss
+    assert buckets(traces) == Counter(none=20, generation=11, retrieval=2, prompt_assembly=3)
+    partial = [t.query_id for t in traces if "partial_coverage" in t.meta["ingest"]]
+    assert partial == ["q20"]
     answers = {t.query_id: t.answer for t in traces}
     assert answers["q36"] == "either in the morning or at bedtime."  # a fragment cut at a chunk boundary
     # q01's sentence was cut in two: the question's words in one chunk, the number in the next
@@ -182,20 +186,22 @@ def test_bigger_chunks_fix_seven_and_break_one(run_dir):
     assert (c.n, c.fixed, c.broken, c.both_right, c.both_wrong) == (36, 7, 1, 19, 9)
     assert c.p_value == pytest.approx(binomtest(1, 8, 0.5).pvalue) == pytest.approx(0.0703125)
     moved = {q: (b, by_query(after)[q]) for q, b in by_query(before).items() if b != by_query(after)[q]}
-    assert moved["q14"] == ("none", "generation") and moved["q07"] == ("retrieval", "generation")
+    assert moved["q14"] == ("none", "prompt_assembly") and moved["q07"] == ("retrieval", "generation")
 
 
 # -- the exercises -----------------------------------------------------------------------------
 def test_exercise_1_lifting_the_budget_moves_assembly_losses_to_generation(run_dir):
     before, after = traces_of(BASE, run_dir), traces_of(replace(BASE, budget=None), run_dir)
-    assembly = [q for q, b in by_query(before).items() if b == "prompt_assembly"]
+    assembly = [q for q, b in by_query(before).items() if b == "prompt_assembly" and q != "q20"]
     assert len(assembly) == 2 and all(by_query(after)[q] == "generation" for q in assembly)
-    assert buckets(after)["prompt_assembly"] == 0 and buckets(after)["none"] == 20
+    # q20's missing half was never retrieved: no budget brings it into the prompt
+    assert by_query(after)["q20"] == "prompt_assembly"
+    assert buckets(after)["prompt_assembly"] == 1 and buckets(after)["none"] == 20
 
 
 def test_exercise_2_fewer_chunks_more_retrieval_losses(run_dir):
     after = buckets(traces_of(replace(BASE, k=2), run_dir))
-    assert after["retrieval"] == 6 and after["prompt_assembly"] == 0 and after["none"] == 20
+    assert after["retrieval"] == 6 and after["prompt_assembly"] == 1 and after["none"] == 20  # q20: partial
 
 
 def _edited_labels(folder: Path, query_id: str, **change) -> Path:

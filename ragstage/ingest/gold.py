@@ -1,10 +1,16 @@
 """Gold on document and character span, so labels survive re-chunking.
 
-Chunk ids change whenever chunking changes (seed 003); a document id and a character range do
-not. A label names documents (``gold``) and/or spans of them (``gold_spans``: ``{"id", "start",
-"end"}``, end exclusive, offsets in the source document). A retrieved chunk is gold when its own
-span (read from its metadata: source document, start offset, end offset or start plus its
-length) overlaps a gold span, or when its document (or its own id) is a gold document.
+Chunk ids change whenever chunking changes (*Which RAG component broke?*: label gold on
+document and span, not chunk id); a document id and a character range do not. A label names
+documents (``gold``) and/or spans of them (``gold_spans``: ``{"id", "start", "end"}``, end
+exclusive, offsets in the source document). A retrieved chunk is gold when its own span (read
+from its metadata: source document, start offset, end offset or start plus its length)
+overlaps a gold span, or when its document (or its own id) is a gold document.
+
+A gold span can straddle two chunks. Retrieval counts a chunk as a hit when it overlaps the
+span; the prompt holds the evidence only when the chunks in it cover the whole span (the
+article's context-assembly test: "does the final prompt text contain the gold span").
+:func:`span_coverage` measures that.
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ from ..trace import read_json_lines
 from .spans import SpanError
 
 __all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
-           "locate_llamaindex_nodes"]
+           "locate_llamaindex_nodes", "span_coverage", "locatable"]
 
-_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "reference"})
+_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "refused", "reference"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Label:
     gold_spans: tuple[tuple[str, int, int], ...] = ()
     answerable: bool | None = None
     correct: bool | None = None
+    refused: bool | None = None
     reference: str | None = None
     line: int | None = None
 
@@ -50,12 +57,13 @@ class ChunkKeys:
     """Metadata keys that locate a chunk in its source document (first key present wins).
 
     Defaults cover LangChain (``source``, ``start_index`` from a splitter with
-    ``add_start_index=True``) and LlamaIndex nodes whose ``ref_doc_id``, ``start_char_idx`` and
+    ``add_start_index=True``), Haystack's ``DocumentSplitter`` (``source_id``, the parent
+    document's id, and ``split_idx_start``) and LlamaIndex nodes whose ``ref_doc_id``, ``start_char_idx`` and
     ``end_char_idx`` were copied into metadata (see :func:`ragstage.ingest.locate_llamaindex_nodes`).
     """
 
-    doc: Sequence[str] = ("source", "ref_doc_id", "doc_id", "document_id")
-    start: Sequence[str] = ("start_index", "start_char_idx")
+    doc: Sequence[str] = ("source", "ref_doc_id", "doc_id", "document_id", "source_id")
+    start: Sequence[str] = ("start_index", "start_char_idx", "split_idx_start")
     end: Sequence[str] = ("end_index", "end_char_idx")
 
 
@@ -91,6 +99,55 @@ def gold_ids(label: Label, chunks: Mapping[str, tuple[str | None, int | None, in
             if any(start < e and s < end for s, e in spans[doc]):
                 out.append(cid)
     return tuple(out)
+
+
+def span_coverage(label: Label, chunks: Mapping[str, tuple[str | None, int | None, int | None]],
+                  ids: Iterable[str]) -> list[tuple[tuple[str, int, int], int]]:
+    """For each gold span of the label: the characters of it that the chunks ``ids`` cover
+    together (their union, with the separator a splitter drops between two neighbouring chunks
+    counted as covered), from the chunks' located ``(doc, start, end)``."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for cid in ids:
+        doc, start, end = chunks.get(cid, (None, None, None))
+        if doc is not None and start is not None and end is not None:
+            ranges.setdefault(doc, []).append((start, end))
+    out = []
+    for d, s, e in label.gold_spans:
+        covered, reach = 0, s
+        for a, b in _joined(sorted(ranges.get(d, ()))):
+            a, b = max(a, reach), min(b, e)
+            if b > a:
+                covered += b - a
+                reach = b
+        out.append(((d, s, e), covered))
+    return out
+
+
+#: Characters between two chunks that a splitter drops (the separator: a space, a newline).
+SEPARATOR_GAP = 2
+
+
+def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted ranges with the separator gaps between neighbours closed."""
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if out and a - out[-1][1] <= SEPARATOR_GAP:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def locatable(label: Label, chunks: Mapping[str, tuple[str | None, int | None, int | None]]) -> bool:
+    """Whether the chunks' metadata says enough to test this label at all: a chunk id or a
+    located document for document labels, a located document with offsets for span labels.
+    False means the chunk keys are wrong (or absent), not that retrieval missed."""
+    if not label.gold and not label.gold_spans:
+        return True
+    if label.gold and any(cid in label.gold or doc is not None for cid, (doc, _, _) in chunks.items()):
+        return True
+    return bool(label.gold_spans) and any(doc is not None and start is not None and end is not None
+                                          for doc, start, end in chunks.values())
 
 
 def _fail(msg: str, name: str) -> SpanError:
@@ -148,6 +205,7 @@ def parse_label(record: Any) -> Label:
         gold_spans=_spans(record.get("gold_spans") or []),
         answerable=_opt_bool(record, "answerable"),
         correct=_opt_bool(record, "correct"),
+        refused=_opt_bool(record, "refused"),
         reference=reference,
     )
 

@@ -4,7 +4,8 @@ The names are OpenInference's semantic conventions as the LangChain and LlamaInd
 instrumentors write them (checked against spans those instrumentors really produce, in
 ``tests/test_ingest_frameworks.py``):
 
-* ``retrieval.documents.N.document.{id,score,content,metadata}`` on RETRIEVER spans;
+* ``retrieval.documents.N.document.{id,score,content,metadata}`` on RETRIEVER spans (the
+  metadata as a JSON object, or flattened into ``document.metadata.<key>`` as Phoenix stores it);
   ``reranker.input_documents.N...`` and ``reranker.output_documents.N...`` on RERANKER spans.
   LangChain's instrumentor writes no ``document.id``: the ids are read from the span's
   ``output.value`` JSON (``{"documents": [{"id": ...}]}``) when it has them.
@@ -82,11 +83,15 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[Document]
         score = item.get("document.score")
         meta = item.get("document.metadata")
         meta = json_or_none(meta) if not isinstance(meta, dict) else meta
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        for key, value in item.items():  # Phoenix flattens the object: document.metadata.<key>
+            if key.startswith("document.metadata."):
+                meta.setdefault(key[len("document.metadata."):], value)
         docs.append(Document(
             id=None if raw_id in (None, "") else str(raw_id),
             score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
             content=str(item.get("document.content") or ""),
-            metadata=meta if isinstance(meta, dict) else {},
+            metadata=meta,
         ))
     if prefix == "retrieval.documents" and all(d.id is None for d in docs):
         ids = _output_ids(span)

@@ -17,16 +17,15 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..trace import open_text, read_json_lines
-from ..tracelog import append_line
 from .spans import Span, SpanError
+from .tracelog import append_line
 
-__all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter", "is_otlp_json"]
+__all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
 
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
-def _hex_id(value: Any, digits: int, name: str) -> str:
+def hex_id(value: Any, digits: int, name: str) -> str:
     """A hex id; base64 (protobuf's own JSON mapping of bytes) is accepted and converted."""
     if not isinstance(value, str) or not value:
         raise SpanError(f"expected a {digits}-digit hex id, got {value!r:.40}", field=name)
@@ -45,51 +44,102 @@ def _hex_id(value: Any, digits: int, name: str) -> str:
     return raw.hex()
 
 
-def _any_value(value: Mapping[str, Any]) -> Any:
-    """Decode an OTLP ``AnyValue`` object."""
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "arrayValue" in value:
-        return [_any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in value:
-        return {kv["key"]: _any_value(kv.get("value") or {}) for kv in (value["kvlistValue"] or {}).get("values", [])}
-    if "bytesValue" in value:
-        return value["bytesValue"]
+# protobuf's JSON mapping lets a writer use the field names (snake_case) or their lowerCamelCase
+# JSON names; Phoenix's span download uses the former, the Collector the latter. Both are read.
+_CAMEL = {"resource_spans": "resourceSpans", "scope_spans": "scopeSpans",
+          "instrumentation_library_spans": "instrumentationLibrarySpans", "trace_id": "traceId",
+          "span_id": "spanId", "parent_span_id": "parentSpanId", "start_time_unix_nano": "startTimeUnixNano",
+          "end_time_unix_nano": "endTimeUnixNano", "string_value": "stringValue", "bool_value": "boolValue",
+          "int_value": "intValue", "double_value": "doubleValue", "array_value": "arrayValue",
+          "kvlist_value": "kvlistValue", "bytes_value": "bytesValue"}
+_SNAKE = {camel: snake for snake, camel in _CAMEL.items()}
+
+
+def _get(obj: Mapping[str, Any], camel: str) -> Any:
+    """``obj[camel]``, or its snake_case spelling."""
+    value = obj.get(camel)
+    return obj.get(_SNAKE[camel]) if value is None and camel in _SNAKE else value
+
+
+def _objects(value: Any, name: str) -> list[Mapping[str, Any]]:
+    """A list of JSON objects (None reads as empty); anything else is a :class:`SpanError`."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise SpanError(f"expected a list of objects, got {value!r:.60}", field=name)
+    return value
+
+
+_VALUE_KINDS = ("stringValue", "boolValue", "intValue", "doubleValue", "arrayValue", "kvlistValue", "bytesValue")
+
+
+def _any_value(value: Any) -> Any:
+    """Decode an OTLP ``AnyValue`` object (either key style)."""
+    if not isinstance(value, Mapping):
+        raise SpanError(f"an attribute value must be an object like {{\"stringValue\": ...}}, got {value!r:.40}",
+                        field="value")
+    for kind in _VALUE_KINDS:
+        v = _get(value, kind)
+        if v is None:
+            continue
+        if kind == "stringValue" or kind == "bytesValue":
+            return v
+        if kind == "boolValue":
+            return bool(v)
+        if kind == "intValue":
+            return int(v)
+        if kind == "doubleValue":
+            return float(v)
+        if kind == "arrayValue":
+            return [_any_value(x) for x in _objects(v.get("values") if isinstance(v, Mapping) else v, "arrayValue")]
+        return _key_values(v.get("values") if isinstance(v, Mapping) else v, "kvlistValue")
     return None
 
 
-def _span(raw: Mapping[str, Any]) -> Span:
+def _key_values(items: Any, name: str) -> dict[str, Any]:
+    out = {}
+    for kv in _objects(items, name):
+        key = kv.get("key")
+        if not isinstance(key, str):
+            raise SpanError(f"an attribute needs a string 'key', got {dict(kv)!r:.60}", field=name)
+        out[key] = _any_value(kv.get("value") or {})
+    return out
+
+
+def _is_error(status: Any) -> bool:
+    """A status code of ERROR, as the number 2 or as the enum's name (``STATUS_CODE_ERROR``, ``ERROR``)."""
+    if not isinstance(status, Mapping):
+        raise SpanError(f"a status must be an object like {{\"code\": 2}}, got {status!r:.40}", field="status")
+    code = status.get("code")
+    return code == 2 or (isinstance(code, str) and code.upper() in ("STATUS_CODE_ERROR", "ERROR", "2"))
+
+
+def _span(raw: Any) -> Span:
     if not isinstance(raw, Mapping):
         raise SpanError(f"a span must be an object, got {type(raw).__name__}", field="spans")
     try:
-        attributes = {a["key"]: _any_value(a.get("value") or {}) for a in raw.get("attributes") or ()}
-    except (KeyError, TypeError, ValueError) as exc:
+        attributes = _key_values(raw.get("attributes"), "attributes")
+    except (TypeError, ValueError) as exc:
         raise SpanError(f"bad attribute list in span {raw.get('name')!r} ({exc})", field="attributes") from None
     status = raw.get("status") or {}
     error = None
-    if status.get("code") in _STATUS_ERROR:
-        error = status.get("message") or ""
+    if _is_error(status):
+        error = str(status.get("message") or "")
         if not error:
-            for event in raw.get("events") or ():
+            for event in _objects(raw.get("events"), "events"):
                 if event.get("name") == "exception":
-                    attrs = {a["key"]: _any_value(a.get("value") or {}) for a in event.get("attributes") or ()}
+                    attrs = _key_values(event.get("attributes"), "events.attributes")
                     error = str(attrs.get("exception.message") or attrs.get("exception.type") or "")
                     break
-    parent = raw.get("parentSpanId") or None
+    parent = _get(raw, "parentSpanId") or None
     try:
-        start, end = int(raw.get("startTimeUnixNano") or 0), int(raw.get("endTimeUnixNano") or 0)
+        start, end = int(_get(raw, "startTimeUnixNano") or 0), int(_get(raw, "endTimeUnixNano") or 0)
     except (TypeError, ValueError):
         raise SpanError("span times must be integers (Unix nanoseconds)", field="startTimeUnixNano") from None
     return Span(
-        trace_id=_hex_id(raw.get("traceId"), 32, "traceId"),
-        span_id=_hex_id(raw.get("spanId"), 16, "spanId"),
-        parent_id=_hex_id(parent, 16, "parentSpanId") if parent else None,
+        trace_id=hex_id(_get(raw, "traceId"), 32, "traceId"),
+        span_id=hex_id(_get(raw, "spanId"), 16, "spanId"),
+        parent_id=hex_id(parent, 16, "parentSpanId") if parent else None,
         name=str(raw.get("name") or ""),
         start_ns=start,
         end_ns=end,
@@ -99,31 +149,24 @@ def _span(raw: Mapping[str, Any]) -> Span:
 
 
 def spans_from_request(obj: Any) -> Iterator[Span]:
-    """The spans of one decoded ``{"resourceSpans": [...]}`` object."""
-    if not isinstance(obj, Mapping) or "resourceSpans" not in obj:
+    """The spans of one decoded ``{"resourceSpans": [...]}`` object (or ``{"resource_spans": ...}``)."""
+    if not isinstance(obj, Mapping) or _get(obj, "resourceSpans") is None:
         raise SpanError('expected an OTLP object {"resourceSpans": [...]}', field="resourceSpans")
-    for resource in obj["resourceSpans"] or ():
-        for scope in (resource or {}).get("scopeSpans") or ():
-            for raw in (scope or {}).get("spans") or ():
+    for resource in _objects(_get(obj, "resourceSpans"), "resourceSpans"):
+        scopes = _get(resource, "scopeSpans") or _get(resource, "instrumentationLibrarySpans")
+        for scope in _objects(scopes, "scopeSpans"):
+            for raw in _objects(scope.get("spans"), "spans"):
                 yield _span(raw)
 
 
 def read_otlp_json(path: str | Path) -> Iterator[Span]:
-    """Stream the spans of an OTLP JSON Lines file (``.gz`` too); errors name file, line, field."""
-    for _, spans in read_json_lines(path, lambda obj: list(spans_from_request(obj)), SpanError):
+    """Stream the spans of an OTLP JSON Lines file (``.gz`` too); errors name file, line, field.
+
+    A file holding one pretty-printed OTLP object (as a download is) is read too."""
+    from .formats import read_json_values
+
+    for _, spans in read_json_values(path, lambda obj: list(spans_from_request(obj))):
         yield from spans
-
-
-def is_otlp_json(path: str | Path) -> bool:
-    """True when the first non-blank line of the file is an OTLP ``resourceSpans`` object."""
-    try:
-        with open_text(path) as handle:
-            for line in handle:
-                if line.strip():
-                    return line.lstrip().startswith("{") and '"resourceSpans"' in line[:200]
-    except (OSError, UnicodeDecodeError):
-        return False
-    return False
 
 
 def _encode_value(value: Any) -> dict[str, Any]:

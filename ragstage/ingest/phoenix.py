@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from .spans import Span, SpanError, flatten_attributes
 
-__all__ = ["from_phoenix", "REQUIRED_COLUMNS"]
+__all__ = ["from_phoenix", "span_object", "read_phoenix_jsonl", "frame_limit_note", "REQUIRED_COLUMNS", "CLIENT_LIMIT"]
 
 REQUIRED_COLUMNS = ("context.trace_id", "context.span_id", "name", "start_time", "end_time", "status_code")
 _PREFIX = "attributes."
@@ -49,8 +49,22 @@ def _ns(value: Any, column: str, where: str, row: int) -> int:
     return int(stamp.value)
 
 
+#: ``get_spans_dataframe`` returns at most this many spans unless given ``limit=``.
+CLIENT_LIMIT = 1000
+
+
+def frame_limit_note(frame: Any) -> str | None:
+    """A warning when a frame has exactly :data:`CLIENT_LIMIT` rows: a client pull that stopped
+    at its default limit cuts requests in two."""
+    if len(frame) == CLIENT_LIMIT:
+        return (f"the frame has exactly {CLIENT_LIMIT} spans, the default limit of the Phoenix client's "
+                "get_spans_dataframe: pass limit= (e.g. limit=1_000_000) to pull every span")
+    return None
+
+
 def from_phoenix(frame: Any) -> Iterator[Span]:
-    """Spans from a Phoenix spans DataFrame, or from the path of that frame saved as Parquet.
+    """Spans from a Phoenix spans DataFrame, or from the path of that frame saved as Parquet
+    (a file, or a folder of them).
 
     Errors name the row (counted from 1) and the column.
     """
@@ -59,10 +73,9 @@ def from_phoenix(frame: Any) -> Iterator[Span]:
     where = "<Phoenix DataFrame>"
     if isinstance(frame, (str, Path)):
         where = str(frame)
-        try:
-            frame = pd.read_parquet(frame)
-        except (OSError, ValueError, ImportError) as exc:
-            raise SpanError(f"cannot read as Parquet ({exc})", path=where) from None
+        from .formats import read_frame
+
+        frame = read_frame(Path(frame))
     if not isinstance(frame, pd.DataFrame):
         raise SpanError(f"expected a pandas DataFrame, got {type(frame).__name__}", path=where)
     if "context.span_id" not in frame.columns and frame.index.name in ("context.span_id", "span_id"):
@@ -73,22 +86,71 @@ def from_phoenix(frame: Any) -> Iterator[Span]:
     attribute_columns = [c for c in frame.columns if c.startswith(_PREFIX)]
     for row, record in enumerate(frame.to_dict("records"), start=1):
         nested = {c[len(_PREFIX):]: record[c] for c in attribute_columns if not _missing(record[c])}
-        attributes = flatten_attributes(nested)
-        if "openinference.span.kind" not in attributes and not _missing(record.get("span_kind")):
-            attributes["openinference.span.kind"] = record["span_kind"]
-        status = str(record.get("status_code") or "").upper()
-        message = record.get("status_message")
-        parent = record.get("parent_id")
-        trace_id, span_id = record["context.trace_id"], record["context.span_id"]
-        if _missing(trace_id) or _missing(span_id):
-            raise SpanError("missing trace or span id", path=where, line=row, field="context.trace_id")
-        yield Span(
-            trace_id=str(trace_id),
-            span_id=str(span_id),
-            parent_id=None if _missing(parent) else str(parent),
-            name=str(record["name"]),
-            start_ns=_ns(record["start_time"], "start_time", where, row),
-            end_ns=_ns(record["end_time"], "end_time", where, row),
-            attributes=attributes,
-            error=(("" if _missing(message) else str(message)) if status == "ERROR" else None),
-        )
+        yield _span(record, nested, where, row)
+
+
+def _span(record: dict[str, Any], nested: dict[str, Any], where: str, row: int) -> Span:
+    """One span from a frame row or a span object (flat ``context.*`` keys, attributes apart)."""
+    attributes = flatten_attributes(nested)
+    if "openinference.span.kind" not in attributes and not _missing(record.get("span_kind")):
+        attributes["openinference.span.kind"] = record["span_kind"]
+    status = str(record.get("status_code") or "").upper()
+    message = record.get("status_message")
+    parent = record.get("parent_id")
+    trace_id, span_id = record.get("context.trace_id"), record.get("context.span_id")
+    if _missing(trace_id) or _missing(span_id):
+        raise SpanError("missing trace or span id", path=where, line=row, field="context.trace_id")
+    error = None
+    if status == "ERROR":
+        error = "" if _missing(message) else str(message)
+        if not error:
+            error = _event_message(record.get("events"))
+    return Span(
+        trace_id=str(trace_id),
+        span_id=str(span_id),
+        parent_id=None if _missing(parent) else str(parent),
+        name=str(record.get("name") or ""),
+        start_ns=_ns(record.get("start_time"), "start_time", where, row),
+        end_ns=_ns(record.get("end_time"), "end_time", where, row),
+        attributes=attributes,
+        error=error,
+    )
+
+
+def _event_message(events: Any) -> str:
+    if hasattr(events, "tolist"):
+        events = events.tolist()
+    for event in events if isinstance(events, list) else ():
+        if isinstance(event, dict) and event.get("name") == "exception":
+            attrs = event.get("attributes") or {}
+            return str(attrs.get("exception.message") or attrs.get("exception.type") or "")
+    return ""
+
+
+def span_object(obj: Any) -> Span:
+    """A span from one Phoenix span object (a line of the UI's JSONL download, an item of
+    ``GET /v1/projects/{project}/spans`` or of ``client.spans.get_spans()``)."""
+    if not isinstance(obj, dict):
+        raise SpanError(f"a Phoenix span must be an object, got {type(obj).__name__}")
+    context = obj.get("context")
+    if not isinstance(context, dict):
+        raise SpanError("a Phoenix span needs a 'context' object with trace_id and span_id", field="context")
+    attributes = obj.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        raise SpanError(f"'attributes' must be an object, got {attributes!r:.40}", field="attributes")
+    record = {**obj, "context.trace_id": context.get("trace_id"), "context.span_id": context.get("span_id")}
+    return _span(record, attributes, "<Phoenix span>", 0)
+
+
+def read_phoenix_jsonl(path: str | Path) -> Iterator[Span]:
+    """Spans from a Phoenix span JSON Lines file (one span object a line; errors name the line)."""
+    from .formats import read_json_values
+
+    for _, value in read_json_values(path, _objects_in):
+        yield from value
+
+
+def _objects_in(value: Any) -> list[Span]:
+    if isinstance(value, dict) and isinstance(value.get("data"), list):  # a page of the REST API
+        return [span_object(v) for v in value["data"]]
+    return [span_object(value)]

@@ -13,9 +13,16 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   gives ``reranked``.
 * **generation**: every LLM span's input counts as prompt text (a refine-style synthesis
   spreads the context over several calls); the LLM span that finishes last gives the answer
-  and the model.
+  and the model. An LLM span that only renders a template (Haystack's ``PromptBuilder``) is
+  prompt assembly, not a model call: the prompt is what the model received.
 * **errors**: the first span to finish with status ERROR sets the trace's ``error``, at the
-  stage of its kind.
+  stage of its kind (``pipeline`` when only a chain span recorded it); a pasted traceback is
+  cut to its exception line.
+* **completeness**: a parent span missing from the export, no root span, or an LLM span with
+  no retriever span makes the request *incomplete* (an export cut by a limit, or a run still
+  in flight): it is reported, never turned into a trace with an empty stage.
+* **robustness**: exact copies of a span are read once; two different spans with one id, or
+  a parent chain that loops, are errors. The tree is walked in linear time.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
 from .recover import normalise
-from .spans import Span
+from .spans import Span, SpanError
 
 __all__ = ["Request", "Candidate", "group_requests", "read_request", "STAGE_OF_KIND"]
 
@@ -62,11 +69,13 @@ class Request:
     error: dict[str, str] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
     stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
+    incomplete: list[str] = field(default_factory=list)  # why the spans cannot stand for the request
 
     @property
     def is_request(self) -> bool:
-        """False for a trace id with no retriever, reranker or LLM span (indexing, other work)."""
-        return self.stage_spans > 0
+        """False for a trace id with no retriever, reranker or LLM span and no failure (indexing,
+        other work). A failure recorded only on a chain span still makes a request."""
+        return self.stage_spans > 0 or self.error is not None
 
     @property
     def has_llm(self) -> bool:
@@ -114,26 +123,87 @@ def _query_from(value: Any) -> str:
 
 
 class _Tree:
-    def __init__(self, spans: list[Span]) -> None:
-        self.by_id = {s.span_id: s for s in spans}
-        self.children: dict[str, list[Span]] = defaultdict(list)
+    """One request's spans as a tree, checked: unique span ids, no parent loops.
+
+    Exact copies of a span (an export pulled twice) are kept once and counted; two different
+    spans with one id, or a parent chain that loops, are errors naming the spans: either
+    would silently drop or double stages.
+    """
+
+    def __init__(self, trace_id: str, spans: list[Span]) -> None:
+        self.by_id: dict[str, Span] = {}
+        self.copies = 0
         for s in spans:
+            seen = self.by_id.get(s.span_id)
+            if seen is None:
+                self.by_id[s.span_id] = s
+            elif seen == s:
+                self.copies += 1
+            else:
+                raise SpanError(f"trace {trace_id}: two different spans share span id {s.span_id} "
+                                f"({seen.name!r} and {s.name!r})", field="span_id")
+        self.spans = list(self.by_id.values())
+        self.children: dict[str, list[Span]] = defaultdict(list)
+        for s in self.spans:
             if s.parent_id is not None:
                 self.children[s.parent_id].append(s)
+        self.missing_parents = sorted({s.parent_id for s in self.spans
+                                       if s.parent_id is not None and s.parent_id not in self.by_id})
+        self.roots = [s for s in self.spans if s.parent_id is None]
+        self._check_loops(trace_id)
 
-    def descendants(self, span: Span) -> Iterator[Span]:
-        stack = list(self.children.get(span.span_id, ()))
-        while stack:
-            s = stack.pop()
-            yield s
-            stack.extend(self.children.get(s.span_id, ()))
+    def _check_loops(self, trace_id: str) -> None:
+        """Every span must reach a root or a missing parent by following parents: one pass."""
+        state: dict[str, int] = {}  # 1: on the current path, 2: known to end
+        for start in self.spans:
+            path = []
+            span: Span | None = start
+            while span is not None and state.get(span.span_id) != 2:
+                if state.get(span.span_id) == 1:
+                    loop = path[path.index(span.span_id):]
+                    raise SpanError(f"trace {trace_id}: the parent chain loops through span(s) "
+                                    f"{', '.join(loop[:4])}", field="parent_id")
+                state[span.span_id] = 1
+                path.append(span.span_id)
+                span = self.by_id.get(span.parent_id) if span.parent_id is not None else None
+            for sid in path:
+                state[sid] = 2
 
     def ancestors(self, span: Span) -> Iterator[Span]:
-        seen = set()
-        while span.parent_id is not None and span.parent_id in self.by_id and span.parent_id not in seen:
-            seen.add(span.parent_id)
+        while span.parent_id is not None and span.parent_id in self.by_id:
             span = self.by_id[span.parent_id]
             yield span
+
+    def marked_above(self, marked: set[str]) -> set[str]:
+        """Ids of the spans with a marked span below them (linear: each span is visited once)."""
+        out: set[str] = set()
+        for sid in marked:
+            for a in self.ancestors(self.by_id[sid]):
+                if a.span_id in out:
+                    break
+                out.add(a.span_id)
+        return out
+
+    def marked_below(self, marked: set[str], among: list[Span]) -> set[str]:
+        """Ids of the spans of ``among`` with a marked span above them."""
+        memo: dict[str, bool] = {}
+
+        def above(span: Span) -> bool:
+            chain = []
+            result = False
+            for a in self.ancestors(span):
+                if a.span_id in memo:
+                    result = memo[a.span_id]
+                    break
+                chain.append(a.span_id)
+                if a.span_id in marked:
+                    result = True
+                    break
+            for sid in chain:
+                memo.setdefault(sid, result or sid in marked)
+            return result
+
+        return {s.span_id for s in among if above(s)}
 
 
 def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float | None]]:
@@ -148,15 +218,17 @@ def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
                docs: dict[str, list[oi.Document]]) -> list[tuple[Span, list[tuple[str, float | None]]]]:
     """Fill ``req.retrieved``; returns the wrapping retriever spans that cut (a reranking stage)."""
     listed = {s.span_id for s in retrievers if docs[s.span_id] is not None}
+    wraps_listed = tree.marked_above(listed)
+    under_listed = tree.marked_below(listed, retrievers)
     leaves = [s for s in retrievers
-              if not any(d.span_id in listed for d in tree.descendants(s))
-              and (s.span_id in listed or not any(a.span_id in listed for a in tree.ancestors(s)))]
+              if s.span_id not in wraps_listed and (s.span_id in listed or s.span_id not in under_listed)]
     leaves.sort(key=lambda s: (s.start_ns, s.end_ns))
+    leaf_ids = {s.span_id for s in leaves}
     ranked = {s.span_id: [(d.id, d.score) for d in docs[s.span_id] or ()] for s in retrievers}
     lists = [ranked[s.span_id] for s in leaves]
     union = _merge(lists)
     cuts = []
-    wrappers = [s for s in retrievers if s.span_id in listed and s not in leaves]
+    wrappers = [s for s in retrievers if s.span_id in listed and s.span_id not in leaf_ids]
     fused_by = None
     for w in sorted(wrappers, key=lambda s: s.end_ns):
         if {c for c, _ in ranked[w.span_id]} == {c for c, _ in union} and fused_by is None:
@@ -178,10 +250,63 @@ def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
     return cuts
 
 
+def is_prompt_builder(span: Span) -> bool:
+    """An LLM span that renders a template and calls no model (Haystack's ``PromptBuilder``, which
+    the OpenInference instrumentor reports as LLM): it has a template, no messages, no model."""
+    attrs = span.attributes
+    return (span.kind == "LLM" and any(k.startswith("llm.prompt_template") for k in attrs)
+            and "llm.model_name" not in attrs
+            and not any(k.startswith(("llm.input_messages.", "llm.output_messages.")) for k in attrs))
+
+
+def _error_detail(text: str) -> str:
+    """The one line of an error that says what failed: the exception line of a pasted
+    traceback (LangChain records the whole traceback), else the first line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback (most recent call last)"):
+        return lines[-1]
+    return lines[0]
+
+
+def _error(req: Request, tree: _Tree) -> None:
+    failed = [s for s in tree.spans if s.error is not None]
+    if not failed:
+        return
+    # the span that failed first, and of spans failing together, the innermost (it names the stage)
+    first = min(failed, key=lambda s: (s.end_ns, -sum(1 for _ in tree.ancestors(s))))
+    if is_prompt_builder(first):
+        stage = "prompt_assembly"
+    elif first.kind in STAGE_OF_KIND:
+        stage = STAGE_OF_KIND[first.kind]
+    elif first.kind in ("CHAIN", "AGENT", ""):
+        stage = "pipeline"  # recorded only on the pipeline (or a chain): the component is not named
+    else:
+        stage = first.kind.lower()
+    detail = _error_detail(first.error or "")
+    req.error = {"stage": stage, "message": ": ".join([first.name, *([detail] if detail else [])])}
+
+
+def _incomplete(req: Request, tree: _Tree, retrievers: list[Span], llms: list[Span]) -> None:
+    """Why this request's spans cannot stand for the whole request, if they cannot."""
+    reasons = []
+    if tree.missing_parents:
+        reasons.append(f"{len(tree.missing_parents)} parent span(s) not in the export")
+    if not tree.roots:
+        reasons.append("no root span")
+    if llms and not retrievers and req.error is None:
+        reasons.append("an LLM span but no retriever span")
+    req.incomplete = reasons
+
+
 def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
     """Read one request's spans (see the module docstring for the rules)."""
     req = Request(trace_id=trace_id)
-    tree = _Tree(spans)
+    tree = _Tree(trace_id, spans)
+    spans = tree.spans
+    if tree.copies:
+        req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
     for s in ordered:  # the root's metadata first, then the rest
         for k, v in oi.metadata(s).items():
@@ -214,11 +339,17 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    llms = [s for s in ordered if s.kind == "LLM"]
-    for s in llms:
+    builders = [s for s in ordered if is_prompt_builder(s)]
+    llms = [s for s in ordered if s.kind == "LLM" and not is_prompt_builder(s)]
+    for s in llms:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s)
         if text:
             req.prompt_texts.append(text)
+    if not req.prompt_texts:  # no model call logged its input: the rendered prompt, if a builder logged it
+        req.prompt_texts = [t for s in builders if (t := oi.answer_text(s))]
+    if builders:
+        req.notes["prompt"] = (f"{len(builders)} prompt-builder span(s) {[s.name for s in builders][:3]} read as "
+                               "prompt assembly, not as a model call")
     answering = [s for s in llms if oi.answer_text(s) is not None]
     if answering:
         last = max(answering, key=lambda s: s.end_ns)
@@ -239,12 +370,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
                         if "llm.prompt_template.version" in s.attributes), None)
     req.prompt_version = None if version is None else str(version)
     req.timestamp = _iso(min((s.start_ns for s in spans), default=0))
-    failed = [s for s in spans if s.error is not None]
-    if failed:
-        first = min(failed, key=lambda s: s.end_ns)
-        stage = STAGE_OF_KIND.get(first.kind, first.kind.lower() or "unknown")
-        detail = (first.error or "").strip().splitlines()[:1]  # LangChain puts a whole traceback here
-        req.error = {"stage": stage, "message": ": ".join([first.name, *detail])}
+    _error(req, tree)
+    _incomplete(req, tree, retrievers, llms + builders)
     return req
 
 

@@ -1,6 +1,6 @@
 """``ragstage doctor``: which of the minimum log fields your traces lack, and what that costs.
 
-Seed 004's minimum log per request is: query; retrieved (id, score, section); reranked; the
+*Diagnosing RAG Failure Modes* names the minimum log per request: query; retrieved (id, score, section); reranked; the
 prompt ids; answer; model; prompt version; gold; timestamp. Each missing field makes some
 diagnosis impossible, and the doctor says which. A few gaps **block** attribution outright
 (no gold: nothing to look for; no prompt ids: assembly and retrieval losses look the same; no
@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .attribution import Stage, diagnose
-from .trace import Trace
+from ..attribution import Stage, diagnose
+from ..trace import Trace
 
 __all__ = ["FIELD_CHECKS", "Finding", "Report", "examine", "doctor_files"]
 
@@ -156,8 +156,10 @@ def _examples(traces: list[Trace], check: Callable[[Trace], bool], k: int = 3) -
     return len(hits), hits[:k]
 
 
-def examine(traces: Iterable[Trace], notes: Iterable[str] = ()) -> Report:
-    """Check traces against the minimum log and for shape problems."""
+def examine(traces: Iterable[Trace], notes: Iterable[str] = (),
+            blocked: Mapping[tuple[str, str], str] | None = None) -> Report:
+    """Check traces against the minimum log and for shape problems. ``blocked``: traces known
+    to be unattributable for a reason the fields do not show (``(query_id, pipeline) -> why``)."""
     traces = list(traces)
     n = len(traces)
     fields = []
@@ -168,6 +170,13 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = ()) -> Report:
         if check.blocking:  # a service failure is attributed (endpoint_unavailable) whatever it lacks
             blocked_ids.update((t.query_id, t.pipeline) for t in traces if t.error is None and check.missing(t))
     problems = []
+    if blocked:
+        keys = {(t.query_id, t.pipeline) for t in traces} & set(blocked)
+        blocked_ids.update(keys)
+        for why in sorted({blocked[k] for k in keys}):
+            hits = [k[0] for k in sorted(keys) if blocked[k] == why]
+            problems.append(Finding(why, len(hits), n, "their gold cannot be found among the chunks: every such "
+                                    "question would land in `retrieval`; set the chunk keys", True, hits[:3]))
     for name, check, impact in SHAPE_CHECKS:
         count, examples = _examples(traces, check)
         if count:
@@ -177,37 +186,59 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = ()) -> Report:
     return Report(n, fields, problems, n - len(blocked_ids), dict(sources), list(notes))
 
 
-def _is_spans(path: str) -> bool:
-    from .ingest.otlp import is_otlp_json
-
-    return path.endswith(".parquet") or is_otlp_json(path)
+def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str], dict[tuple[str, str], str]]:
+    """Notes on an ingest, and the traces it leaves unattributable (key -> why)."""
+    notes = [f"read {r}" for r in result.read]
+    blocked: dict[tuple[str, str], str] = {}
+    if result.without_llm:
+        notes.append(f"{path}: {len(result.without_llm)} request(s) with no LLM span")
+    if result.unmatched_labels:
+        notes.append(f"{path}: {len(result.unmatched_labels)} label(s) matched no request")
+    if result.incomplete:
+        notes.append(f"{path}: {len(result.incomplete)} incomplete request(s) not read (a parent span missing, "
+                     "no root, or no retriever span): pull every span (the Phoenix client's limit=)")
+    if result.partial:
+        notes.append(f"{path}: {len(result.partial)} trace(s) whose gold span reached the prompt only in part")
+    if result.unlocated:
+        keys = ", ".join(result.chunk_metadata_keys) or "none"
+        notes.append(f"{path}: {len(result.unlocated)} label(s) matched no retrieved chunk: the chunk keys locate "
+                     f"nothing; chunk metadata keys: {keys} (--doc-key, --start-key, --end-key)")
+        unlocated = set(result.unlocated)
+        for t in result.traces:
+            if t.query_id in unlocated:
+                blocked[(t.query_id, t.pipeline)] = "labels located in no chunk"
+    notes += [f"{path}: {w}" for w in result.warnings]
+    if not recover_prompt and len(result.without_llm) < len(result.traces):
+        notes.append(f"{path}: the prompt text is in the spans: --recover-prompt recovers the prompt ids")
+    return notes, blocked
 
 
 def doctor_files(paths: Iterable[str], labels: str | None = None, recover_prompt: bool = False,
                  ingest_options: Mapping[str, Any] | None = None) -> Report:
-    """The doctor on files: trace JSON Lines, or spans (OTLP JSON Lines, Phoenix Parquet).
+    """The doctor on files: trace JSON Lines (or Parquet), or spans in any format
+    ``ragstage ingest spans`` reads, each detected from its content and read once (a pipe too).
 
     Spans are ingested first, with prompt-id recovery **off** unless asked: the doctor reports
-    what the export itself logs. Requests without an LLM span and labels that matched no
-    request are added as notes.
+    what the export itself logs. Requests without an LLM span, incomplete requests and labels
+    that matched no request are notes; traces whose labels no chunk could be tested against
+    cannot be attributed.
     """
-    from .trace import read_traces
+    from ..formats import read_any
+    from .build import ingest_spans
+    from .formats import detect, regular_file
 
     traces: list[Trace] = []
     notes: list[str] = []
+    blocked: dict[tuple[str, str], str] = {}
     for path in paths:
-        if _is_spans(str(path)):
-            from .ingest import ingest_openinference
-
-            result = ingest_openinference(str(path), labels=labels, recover_prompt=recover_prompt,
-                                          **dict(ingest_options or {}))
-            traces.extend(result.traces)
-            if result.without_llm:
-                notes.append(f"{path}: {len(result.without_llm)} request(s) with no LLM span")
-            if result.unmatched_labels:
-                notes.append(f"{path}: {len(result.unmatched_labels)} label(s) matched no request")
-            if not recover_prompt and len(result.without_llm) < len(result.traces):
-                notes.append(f"{path}: the prompt text is in the spans: --recover-prompt recovers the prompt ids")
-        else:
-            traces.extend(read_traces(path))
-    return examine(traces, notes)
+        with regular_file(path) as real:
+            if detect(real).name == "traces":
+                traces.extend(read_any(str(real)))
+                continue
+            result = ingest_spans(str(real), labels=labels, recover_prompt=recover_prompt,
+                                  **dict(ingest_options or {}))
+        traces.extend(result.traces)
+        more, more_blocked = _spans_notes(str(path), result, recover_prompt)
+        notes += [n.replace(str(real), str(path)) for n in more]
+        blocked.update(more_blocked)
+    return examine(traces, notes, blocked)

@@ -1,0 +1,186 @@
+"""Small RAG applications on real tracing stacks, for the export tests (offline, scripted answers).
+
+* :class:`HaystackApp`: a Haystack pipeline (``DocumentSplitter`` chunks, BM25 retriever, an
+  optional ranker, a ``PromptBuilder`` whose template may slice the documents, a scripted
+  generator) under the OpenInference Haystack instrumentor.
+* :func:`mlflow_ask`: chapter 7's LangChain application (``tests/ingest_apps.py``) under
+  ``mlflow.langchain.autolog()``, each request inside an ``@mlflow.trace`` root span that sets
+  the question id as trace metadata.
+
+Each request is built to lose its evidence at a known stage; :data:`CASES` lists them with the
+bucket each must land in, and :func:`labels` writes their gold as document and span labels.
+"""
+
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest_apps import load_handbook, span_of, words
+
+WEEKS = "How many weeks of paid parental leave do new parents receive?"
+HOTEL = "What is the hotel cap per night?"
+HOTEL_AGAIN = "What is the nightly hotel cap in most cities?"
+LOGIN = "What is the login secret schedule?"
+FLIGHTS = "Who approves flights and work from abroad?"
+LAPTOPS = "How often are laptops replaced and passwords changed?"
+PART_TIME = "How much leave do part-time employees receive?"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One request: its id, question, scripted answer, app settings, gold, and expected bucket."""
+
+    query_id: str
+    question: str
+    answer: str
+    expected: str
+    gold_doc: str | None = None
+    gold_phrase: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def label(self, by_text: bool = False) -> dict[str, Any]:
+        """The reviewer's label: gold on document or span, and whether the answer is right."""
+        out: dict[str, Any] = {"query": self.question} if by_text else {"query_id": self.query_id}
+        if self.expected != "endpoint_unavailable" and "refus" not in self.query_id:
+            out["correct"] = self.expected == "none"
+        if self.gold_phrase is not None:
+            out["gold_spans"] = [span_of(self.gold_doc, self.gold_phrase)]
+        elif self.gold_doc is not None:
+            out["gold"] = [self.gold_doc]
+        return out
+
+
+def labels(cases: list[Case], by_text: bool = False) -> list[dict[str, Any]]:
+    return [c.label(by_text) for c in cases]
+
+
+#: Requests every stack can build.
+CASES = [
+    Case("correct", WEEKS, "Fourteen weeks.", "none", "leave", "fourteen weeks of paid parental leave"),
+    Case("wrong", HOTEL, "100 euros per night.", "generation", "travel", "capped at 140 euros per night"),
+    Case("refused", HOTEL_AGAIN, "I don't know.", "generation", "travel", "capped at 140 euros per night"),
+    Case("not-retrieved", LOGIN, "Every month.", "retrieval", "security", "Passwords rotate every ninety days"),
+    Case("reranked-away", FLIGHTS, "A director.", "reranking", "travel", None, {"rerank_top": 1}),
+    Case("failing", "Does the training budget cover conferences?", "", "endpoint_unavailable", "training", None,
+         {"fail": True}),
+]
+#: Haystack's own: a template that slices the documents, a gold span that straddles two word
+#: chunks of which only one is retrieved (partial coverage: the prompt does not contain the span).
+HAYSTACK_CASES = CASES + [
+    Case("sliced", "Who approves flights, and what is the hotel cap?", "A director.", "prompt_assembly", "travel",
+         "capped at 140 euros per night", {"template_top": 1}),
+    Case("pipeline-fails", "How are laptops replaced?", "", "endpoint_unavailable", "security", None,
+         {"bad_input": True}),
+    Case("straddle", "When can the leave start before the expected birth?", "Two weeks early.", "prompt_assembly",
+         "leave", "start up to two weeks before the expected birth", {"top_k": 1}),
+]
+
+
+_COMPONENTS: dict[str, Any] = {}
+
+
+def _components() -> dict[str, Any]:
+    """The two custom components, defined once at module level: the instrumentor finds a
+    component's ``run`` through its module path."""
+    if _COMPONENTS:
+        return _COMPONENTS
+    from haystack import Document, component
+
+    @component
+    class OverlapRanker:
+        """Keeps the documents sharing most words with the query (a stand-in for a cross-encoder)."""
+
+        def __init__(self, top_k: int) -> None:
+            self.top_k = top_k
+
+        @component.output_types(documents=list[Document])
+        def run(self, query: str, documents: list[Document]) -> dict[str, list[Document]]:
+            q = set(words(query))
+            ranked = sorted(documents, key=lambda d: -len(q & set(words(d.content or ""))))
+            return {"documents": ranked[: self.top_k]}
+
+    @component
+    class ScriptedGenerator:
+        """Answers with a fixed text: an offline stand-in for a model."""
+
+        def __init__(self, text: str, broken: bool) -> None:
+            self.text, self.broken = text, broken
+
+        @component.output_types(replies=list[str], meta=list[dict])
+        def run(self, prompt: str) -> dict[str, Any]:
+            if self.broken:
+                raise ConnectionError("model endpoint unreachable")
+            return {"replies": [self.text], "meta": [{"model": "scripted-stand-in"}]}
+
+    _COMPONENTS.update(OverlapRanker=OverlapRanker, ScriptedGenerator=ScriptedGenerator)
+    globals().update(_COMPONENTS)
+    return _COMPONENTS
+
+
+class HaystackApp:
+    """DocumentSplitter → InMemoryBM25Retriever → optional ranker → PromptBuilder → scripted generator."""
+
+    def __init__(self, split_length: int = 12) -> None:
+        from haystack import Document
+        from haystack.components.preprocessors import DocumentSplitter
+        from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+        docs = [Document(id=d["id"], content=d["text"], meta={"section": d["title"]}) for d in load_handbook()]
+        splitter = DocumentSplitter(split_by="word", split_length=split_length, split_overlap=0)
+        self.chunks = splitter.run(documents=docs)["documents"]
+        self.store = InMemoryDocumentStore()
+        self.store.write_documents(self.chunks)
+
+    def pipeline(self, answer: str, *, rerank_top: int | None = None, template_top: int | None = None,
+                 fail: bool = False, top_k: int = 3) -> Any:
+        from haystack import Pipeline
+        from haystack.components.builders import PromptBuilder
+        from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+
+        docs = "documents" if template_top is None else f"documents[:{template_top}]"
+        template = ("Answer from the handbook passages.\n{% for d in " + docs + " %}{{ d.content }}\n{% endfor %}"
+                    "Question: {{ query }}")
+        pipe = Pipeline()
+        pipe.add_component("retriever", InMemoryBM25Retriever(self.store, top_k=top_k))
+        pipe.add_component("prompt_builder", PromptBuilder(template=template, required_variables=["query"]))
+        pipe.add_component("llm", _components()["ScriptedGenerator"](answer, fail))
+        if rerank_top is not None:
+            pipe.add_component("ranker", _components()["OverlapRanker"](rerank_top))
+            pipe.connect("retriever.documents", "ranker.documents")
+            pipe.connect("ranker.documents", "prompt_builder.documents")
+        else:
+            pipe.connect("retriever.documents", "prompt_builder.documents")
+        pipe.connect("prompt_builder.prompt", "llm.prompt")
+        return pipe
+
+    def ask(self, case: Case, tag: bool = True) -> None:
+        """Run one request; ``tag``: set its question id as OpenInference metadata."""
+        settings = dict(case.settings)
+        bad_input = settings.pop("bad_input", False)
+        pipe = self.pipeline(case.answer, **settings)
+        data: dict[str, Any] = {"retriever": {"query": case.question}, "prompt_builder": {"query": case.question}}
+        if bad_input:  # the pipeline refuses the input before any component runs: only its CHAIN span fails
+            data["retriever"] = {"query": case.question, "no_such_input": 1}
+        if "rerank_top" in settings:
+            data["ranker"] = {"query": case.question}
+        from openinference.instrumentation import using_metadata
+
+        with using_metadata({"query_id": case.query_id} if tag else {}):
+            try:
+                pipe.run(data)
+            except Exception:  # noqa: BLE001 - the failing case raises; its spans record the failure
+                pass
+
+
+def mlflow_ask(app: Any, case: Case) -> None:
+    """One request of the LangChain app under ``mlflow.langchain.autolog()``: a root span made by
+    ``@mlflow.trace`` holds the question id as trace metadata, as an MLflow user would set it."""
+    import mlflow
+
+    @mlflow.trace(name="rag_request", span_type="CHAIN")
+    def request(question: str) -> Any:
+        mlflow.update_current_trace(metadata={"query_id": case.query_id})
+        settings = dict(case.settings)
+        return app.ask(None, question, case.answer, **settings)
+
+    request(case.question)
