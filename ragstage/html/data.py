@@ -35,7 +35,7 @@ def attribute_output(paths: Sequence[str | Path], by: str | None = "pipeline", r
 
 
 def _doctor_checks() -> tuple:
-    from ..doctor import FIELD_CHECKS
+    from ..ingest.doctor import FIELD_CHECKS
 
     return FIELD_CHECKS
 
