@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
+from ..fields import FIELDS
 from ..formats import read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
 from ..streaming import count_files, group_of
@@ -46,12 +47,15 @@ def missing_fields(trace: Trace) -> list[int]:
 
 
 def _compact(trace: Trace) -> dict[str, Any]:
-    """The trace's on-disk form without the fields left at their default (a page holds many)."""
+    """The trace's on-disk form without the fields left at their default (a page holds many).
+
+    Only a default is dropped: an empty prompt list (logged, nothing in it) stays, because
+    it is not the missing prompt (``null``, not logged).
+    """
     out = {}
     for name, value in trace.to_dict().items():
-        if value is None or value == [] or value == {} or value == "":
-            continue
-        if (name, value) in (("answerable", True), ("refused", False)):
+        default = FIELDS[name][1]
+        if value == default or (value == [] and default == ()) or (name == "meta" and not value):
             continue
         out[name] = value
     return out
