@@ -117,7 +117,7 @@ def test_report_page_loads_clean_and_shows_attribute_s_numbers(browser, pages):
         r["severity"]))
     check_table(opened.table_values("#flag-table"), flags)
     assert opened.page.inner_text("#card-n .v") == "40"
-    assert opened.page.locator("#figures svg").count() == 3
+    assert opened.page.locator("#figures > figure").count() == 2  # stage bars, funnel
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     opened.page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
     opened.page.close()
@@ -183,6 +183,7 @@ def test_compare_page_shows_compare_s_numbers_and_both_traces(browser, pages):
         assert int(opened.page.get_attribute(f"#card-{key}", "data-value")) == expected[key]
         assert opened.page.inner_text(f"#card-{key} .v") == str(expected[key])
     assert float(opened.page.get_attribute("#card-p", "data-value")) == expected["p_value"]
+    assert opened.page.locator("#figures > figure").count() == 2  # the migration heatmap and flow
     cells = opened.page.eval_on_selector_all("#migration-table td", "tds => tds.map(td => [td.dataset.before, "
                                              "td.dataset.after, Number(td.dataset.value)])")
     shown = {(a, b): v for a, b, v in cells if v}

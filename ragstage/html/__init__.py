@@ -26,14 +26,12 @@ def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     figures = []
     table = pd.DataFrame(data["attribution"])
     if not table.empty:
-        figures.append(("fig-stages", "Where each group lost its questions (share of all questions).",
-                        figure_svg(plots.stage_bars(table), "stages")))
-        figures.append(("fig-intervals", "Each bucket's share with its 95% Wilson interval.",
-                        figure_svg(plots.interval_plot(table, xlabel="share of the group's questions"), "wilson")))
+        figures.append(("fig-stages", "Where each group lost its questions: each bucket's share with its 95% "
+                        "Wilson interval and k/n.", figure_svg(plots.stage_bars(table), "stages")))
     funnel = pd.DataFrame(data["funnel"])
     if not funnel.empty:
         figures.append(("fig-funnel", "The conditional funnel: survival of each stage over the questions that "
-                        "entered it (survived/entered), with Wilson intervals.",
+                        "entered it, with Wilson intervals (top), and the counts entered and survived (bottom).",
                         figure_svg(plots.funnel_plot(funnel), "funnel")))
     return figures
 
@@ -61,7 +59,15 @@ def comparison_html(before: str | Path, after: str | Path, *, require: str = "an
 
 
 def _comparison_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return []
+    from .. import plots
+    from .page import figure_svg
+
+    c = data["_comparison"]
+    before, after = (Path(p).name for p in data["files"])
+    return [("fig-heatmap", "Bucket migration: rows before, columns after; fixed cells framed green, broken red.",
+             figure_svg(plots.migration_heatmap(c), "heatmap")),
+            ("fig-flow", "Where the questions went: green fixed, red broken, orange moved to another failure, "
+             "grey stayed.", figure_svg(plots.migration_flow(c, before=before, after=after), "flow"))]
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None = "pipeline",
