@@ -70,6 +70,14 @@ def test_compare_page_numbers_are_compare_s_json(tmp_path):
     assert status["fixed"] == data["comparison"]["fixed"] and status["broken"] == data["comparison"]["broken"]
     assert status["undecided"] == data["comparison"]["undecided"]
     assert len(data["questions"]) == data["comparison"]["n"]
+    # both traces of every question are on the page: the after side as its difference from the before side
+    from ragstage.trace import read_traces
+
+    before = {t.query_id: t for t in read_traces(BATCH)}
+    after = {t.query_id: t for t in read_traces(AFTER)}
+    for q in data["questions"]:
+        rebuilt = {k: v for k, v in {**q["a"]["t"], **q["z"]["d"]}.items() if k not in q["z"]["gone"]}
+        assert Trace(**q["a"]["t"]) == before[q["id"]] and Trace(**rebuilt) == after[q["id"]]
 
 
 def test_each_question_carries_its_trace_diagnosis_and_missing_fields():
@@ -80,7 +88,7 @@ def test_each_question_carries_its_trace_diagnosis_and_missing_fields():
     traces = list(read_traces(BATCH))
     for q, t in zip(data["questions"], traces):
         d = diagnose(t)
-        assert q["t"]["query_id"] == t.query_id and Trace.from_dict(q["t"]) == t
+        assert q["t"]["query_id"] == t.query_id and Trace(**q["t"]) == t
         assert data["buckets"][q["b"]] == d.stage.value and data["reasons"][q["r"]] == d.reason
         assert q["s"] == d.severity
         assert [data["flag_names"][i] for i in range(len(data["flag_names"])) if q["f"] >> i & 1] == list(d.flags)

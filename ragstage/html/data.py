@@ -47,8 +47,10 @@ def missing_fields(trace: Trace) -> list[int]:
 
 
 def _compact(trace: Trace) -> dict[str, Any]:
-    """The trace's on-disk form without the fields left at their default (a page holds many).
+    """The trace's fields without those left at their default, ranked lists as parallel arrays.
 
+    A page may hold 100,000 traces, so a ranked list is stored as ``retrieved`` (ids),
+    ``retrieved_scores`` and ``retrieved_sections`` rather than as one object per entry.
     Only a default is dropped: an empty prompt list (logged, nothing in it) stays, because
     it is not the missing prompt (``null``, not logged).
     """
@@ -58,7 +60,21 @@ def _compact(trace: Trace) -> dict[str, Any]:
         if value == default or (value == [] and default == ()) or (name == "meta" and not value):
             continue
         out[name] = value
+    for stage in ("retrieved", "reranked"):
+        scores, sections = getattr(trace, f"{stage}_scores"), getattr(trace, f"{stage}_sections")
+        if stage in out and (scores is not None or sections is not None):
+            out[stage] = list(getattr(trace, stage))
+            if scores is not None:
+                out[f"{stage}_scores"] = list(scores)
+            if sections is not None:
+                out[f"{stage}_sections"] = list(sections)
     return out
+
+
+def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``after`` as the fields that differ from ``before`` (``d``) and those it lacks (``gone``):
+    two runs of one question share most of their fields, and a comparison page holds both."""
+    return {"d": {k: v for k, v in after.items() if before.get(k) != v}, "gone": [k for k in before if k not in after]}
 
 
 class _Strings:
@@ -143,10 +159,9 @@ def comparison_data(before: str | Path, after: str | Path, require: str = "any",
     status = {s: i for i, s in enumerate(STATUSES)}
     questions = []
     for p in paired.pairs:
-        questions.append({"id": p.query_id, "st": status[p.status],
-                          "crit": list(p.newly_critical),
-                          "a": _side(p.before, p.before_diagnosis, reasons),
-                          "z": _side(p.after, p.after_diagnosis, reasons)})
+        a, z = _side(p.before, p.before_diagnosis, reasons), _side(p.after, p.after_diagnosis, reasons)
+        z.update(_difference(a["t"], z.pop("t")))
+        questions.append({"id": p.query_id, "st": status[p.status], "crit": list(p.newly_critical), "a": a, "z": z})
     data = _common("compare")
     data.update({
         "files": [str(before), str(after)], "require": require, "intersect": intersect,

@@ -59,18 +59,29 @@
   }
 
   // ---- one trace -----------------------------------------------------------------------
-  function entries(list) {
-    return (list || []).map(function (e) {
-      return typeof e === "string" ? {id: e, score: null, section: null} : {id: e.id, score: e.score, section: e.section};
+  // A ranked list as stored on the page: ids, with scores and sections as parallel arrays.
+  function entries(t, stage) {
+    var scores = t[stage + "_scores"] || [], sections = t[stage + "_sections"] || [];
+    return (t[stage] || []).map(function (id, i) {
+      return {id: id, score: scores[i] === undefined ? null : scores[i], section: sections[i] === undefined ? null : sections[i]};
     });
+  }
+  // The after side of a comparison is stored as its difference from the before side.
+  function afterTrace(q) {
+    if (!q.z.t) {
+      var t = Object.assign({}, q.a.t, q.z.d);
+      q.z.gone.forEach(function (k) { delete t[k]; });
+      q.z.t = t;
+    }
+    return q.z;
   }
   function describeGold(id) {
     var m = /^(.*)#(\d+)-(\d+)$/.exec(id);
     return m ? id + " (characters " + m[2] + "–" + m[3] + " of " + m[1] + ")" : id;
   }
-  function rankedTable(name, list, gold, truncated) {
-    if (list === undefined || list === null) return el("p", {cls: "muted", text: name + ": not logged"});
-    var rows = entries(list).map(function (e, i) {
+  function rankedTable(t, name, gold, truncated) {
+    if (t[name] === undefined || t[name] === null) return el("p", {cls: "muted", text: name + ": not logged"});
+    var rows = entries(t, name).map(function (e, i) {
       var isGold = gold.has(e.id);
       var cut = truncated.has(e.id);
       return el("tr", {cls: isGold ? "gold" : null, "data-id": e.id, "data-gold": isGold ? "true" : "false"}, [
@@ -121,12 +132,12 @@
         return el("span", {cls: "id gold", text: describeGold(g)});
       }) : [el("span", {cls: "muted", text: "no gold labelled"})]));
     box.appendChild(el("h4", {text: "retrieved (" + (t.retrieved || []).length + ")"}));
-    box.appendChild(rankedTable("retrieved", t.retrieved || [], gold, truncated));
+    box.appendChild(rankedTable(Object.assign({retrieved: []}, t), "retrieved", gold, truncated));
     box.appendChild(el("h4", {text: "reranked" + (t.reranked ? " (" + t.reranked.length + ")" : "")}));
-    box.appendChild(rankedTable("reranked", t.reranked, gold, truncated));
+    box.appendChild(rankedTable(t, "reranked", gold, truncated));
     var source = t.prompt === undefined ? "not logged" : (t.prompt_source || "source unstated");
     box.appendChild(el("h4", {text: "prompt ids (" + source + ")"}));
-    box.appendChild(rankedTable("prompt", t.prompt, gold, truncated));
+    box.appendChild(rankedTable(t, "prompt", gold, truncated));
     if (t.truncated && t.truncated.length) {
       box.appendChild(el("h4", {text: "truncated passages"}));
       box.appendChild(el("div", {cls: "ids"}, t.truncated.map(function (x) {
@@ -148,7 +159,7 @@
                                                 ": " + c.impact]);
     })) : el("p", {cls: "muted", text: "nothing: every field of the minimum log is there"}));
     if (t.meta) { box.appendChild(el("h4", {text: "meta"})); box.appendChild(el("pre", {text: JSON.stringify(t.meta, null, 2)})); }
-    box.appendChild(el("details", null, [el("summary", {text: "the trace as stored"}), el("pre", {text: JSON.stringify(t, null, 2)})]));
+    box.appendChild(el("details", null, [el("summary", {text: "every field of the trace"}), el("pre", {text: JSON.stringify(t, null, 2)})]));
     return box;
   }
 
@@ -346,7 +357,7 @@
       },
       detail: function (q) {
         return el("div", null, [el("h3", {text: q.id + ": " + DATA.statuses[q.st]}),
-                                el("div", {cls: "sides"}, [traceView(q.a, "before"), traceView(q.z, "after")])]);
+                                el("div", {cls: "sides"}, [traceView(q.a, "before"), traceView(afterTrace(q), "after")])]);
       }
     });
   }
