@@ -2,7 +2,7 @@
 
 The numbers come from the functions the command line prints: the attribution and flag
 rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, built from
-:func:`ragstage.streaming.count_files` and :mod:`ragstage.rows`; the comparison is
+:func:`ragstage.formats.count_files` and :mod:`ragstage.rows`; the comparison is
 :meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. The
 files are counted first, so bad input fails with ``attribute``'s own errors.
 
@@ -19,9 +19,9 @@ from typing import Any, Iterable, Sequence
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import read_any
+from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from ..streaming import count_files, group_of
+from ..tally import group_of
 from ..trace import Trace
 
 __all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields"]
@@ -56,7 +56,7 @@ def _compact(trace: Trace) -> dict[str, Any]:
     """
     out = {}
     for name, value in trace.to_dict().items():
-        default = FIELDS[name][1]
+        default = FIELDS[name].default
         if value == default or (value == [] and default == ()) or (name == "meta" and not value):
             continue
         out[name] = value
