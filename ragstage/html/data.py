@@ -13,6 +13,7 @@ fields it sets.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -35,6 +36,7 @@ def attribute_output(paths: Sequence[str | Path], by: str | None = "pipeline", r
             "flags": [dict(zip(FLAG_COLUMNS, row)) for row in flag_rows(tally.flags, tally.totals())]}
 
 
+@cache
 def _doctor_checks() -> tuple:
     from ..ingest.doctor import FIELD_CHECKS
 
@@ -55,19 +57,17 @@ def _compact(trace: Trace) -> dict[str, Any]:
     it is not the missing prompt (``null``, not logged).
     """
     out = {}
-    for name, value in trace.to_dict().items():
-        default = FIELDS[name].default
-        if value == default or (value == [] and default == ()) or (name == "meta" and not value):
+    for name, spec in FIELDS.items():
+        value = getattr(trace, name)
+        if value == spec.default or (name == "meta" and not value):
             continue
-        out[name] = value
+        out[name] = value  # tuples are written as JSON arrays
     for stage in ("retrieved", "reranked"):
-        scores, sections = getattr(trace, f"{stage}_scores"), getattr(trace, f"{stage}_sections")
-        if stage in out and (scores is not None or sections is not None):
-            out[stage] = list(getattr(trace, stage))
-            if scores is not None:
-                out[f"{stage}_scores"] = list(scores)
-            if sections is not None:
-                out[f"{stage}_sections"] = list(sections)
+        if stage in out:
+            for part in ("scores", "sections"):
+                values = getattr(trace, f"{stage}_{part}")
+                if values is not None:
+                    out[f"{stage}_{part}"] = values
     return out
 
 
