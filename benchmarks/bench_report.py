@@ -97,10 +97,12 @@ def browse(pages: dict[str, Path]) -> None:
             steps = [(f"{name}: load until the table is drawn", time.perf_counter() - t0)]
             select, value = ("#filter-bucket", "retrieval") if name == "report" else ("#filter-status", "broken")
             for label, action, done in (
-                    (f"{name}: filter {value}", lambda: page.select_option(select, value), "#match-count"),
+                    (f"{name}: filter {value}", lambda p=page, s=select, v=value: p.select_option(s, v),
+                     "#match-count"),
                     (f"{name}: open the first question's trace",
-                     lambda: page.click("#question-table tbody tr:first-child"), "#trace-view .trace"),
-                    (f"{name}: search 'parental'", lambda: page.fill("#search", "parental"), "#match-count")):
+                     lambda p=page: p.click("#question-table tbody tr:first-child"), "#trace-view .trace"),
+                    (f"{name}: search 'parental'", lambda p=page: p.fill("#search", "parental"),
+                     "#match-count")):
                 t0 = time.perf_counter()
                 action()
                 page.wait_for_selector(done, timeout=600_000)
@@ -134,7 +136,8 @@ def main() -> int:
               "report --compare --out compare.html"),
     ]
     show(rows, reference="attribute --format json")
-    gated = timed([sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode > 1)",
+    allow_1 = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode > 1)"  # 1: the gate failed
+    gated = timed([sys.executable, "-c", allow_1,
                    *cli, "compare", str(before), str(after), "--gate", "--summary", str(args.folder / "summary.md"),
                    "--junit", str(args.folder / "gate.xml")], "compare --gate --summary --junit")
     print()
