@@ -23,7 +23,9 @@ def _shell() -> InteractiveShell:
     """A fresh IPython shell (one per chapter, so no name leaks from one chapter to the next)."""
     if InteractiveShell.initialized():
         InteractiveShell.clear_instance()
-    return InteractiveShell.instance()
+    shell = InteractiveShell.instance()
+    shell.enable_gui = lambda gui=None: None  # `%matplotlib inline` needs no event loop without a front end
+    return shell
 
 
 def run_chapter(name: str, workdir: Path) -> dict[str, Any]:

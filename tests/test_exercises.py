@@ -53,6 +53,13 @@ def test_result_of_the_wrong_shape_says_what_to_pass():
     assert all("a mapping with stage and recall" in p for p in outcome.problems)
 
 
+def test_a_table_where_one_value_was_wanted_says_what_to_pass():
+    import pandas as pd
+
+    outcome = evaluate(TOY, pd.DataFrame({"stage": ["reranking", "none"], "recall": [0.5, 1.0]}))
+    assert not outcome.ok and all("not one value" in p for p in outcome.problems)
+
+
 def test_getter_errors_are_reported_not_raised():
     boom = Exercise(id="9.2", title="t", submit="a table", solution="result = 0",
                     expects=(Expect("cell", 1, "h", get=lambda r: r["missing"]),))

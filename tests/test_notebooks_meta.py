@@ -95,7 +95,8 @@ def test_first_cell_says_what_when_and_what_to_edit(path):
 @notebook_params
 def test_intro_says_what_it_assumes_and_how_long_it_takes_to_run_and_to_read(path):
     text = load(path).cells[0].source
-    assert re.search(r"(?i)\bprerequisites?\b", text), f"{path.name}: the intro should say what it assumes (Prerequisites)"
+    assert re.search(r"(?i)\bprerequisites?\b", text), (
+        f"{path.name}: the intro should say what it assumes (Prerequisites)")
     assert re.search(r"(?i)\bto\s+run\b", text) and re.search(r"(?i)\bto\s+read\b", text), (
         f"{path.name}: the intro should say how long the chapter takes to run and to read")
     objectives = re.findall(r"(?m)^\s*(?:\d+\.|[*-])\s+\S", text.split("What you learn", 1)[-1].split("**", 1)[0])
@@ -120,7 +121,8 @@ def test_chapter_closes_with_exercises_summary_questions_and_references(path):
         assert cells, f"{path.name}: no heading matching {pattern!r}"
         return cells[-1]
 
-    order = [first(r"\bexercises?\b"), first(r"^summary\b"), first(r"^check your understanding"), first(r"^references$")]
+    order = [first(r"\bexercises?\b"), first(r"^summary\b"), first(r"^check your understanding"),
+             first(r"^references$")]
     assert order == sorted(order), f"{path.name}: exercises, summary, questions and references are out of order"
     cells = load(path).cells
     assert order[-1] == len(cells) - 1, f"{path.name}: the references should be the last cell"

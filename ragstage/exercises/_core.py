@@ -135,7 +135,16 @@ def evaluate(exercise: Exercise, result: Any) -> CheckResult:
             continue
         if got is _MISSING:
             problems.append(f"your result ({type(result).__name__}) has no {expect.what}; pass {exercise.submit}")
-        elif not expect.matches(got):
+            continue
+        try:
+            if getattr(got, "shape", ()) != () and not isinstance(expect.value, (list, tuple)):
+                raise TypeError("an array where one value was wanted")
+            same = expect.matches(got)
+        except (TypeError, ValueError):  # e.g. a table's column where one value was wanted
+            problems.append(f"{expect.what} of your result is a {type(got).__name__}, not one value; "
+                            f"pass {exercise.submit}")
+            continue
+        if not same:
             problems.append(f"{expect.what} is {_show(got)}: {expect.hint}")
     return CheckResult(exercise.id, not problems, tuple(problems))
 

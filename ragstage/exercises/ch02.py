@@ -87,7 +87,8 @@ EXERCISES = (
         submit="the exact McNemar p-value for 10 fixed and 2 broken, mcnemar(fixed, broken)",
         solution="result = mcnemar(10, 2)",
         expects=(
-            Expect("value", 0.039, "only the flipped questions enter: fixed first, broken second"),
+            Expect("value", 0.039,
+                   "only the flipped questions enter the test: how many were fixed, and how many broken?"),
         ),
     ),
     Exercise(
