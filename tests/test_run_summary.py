@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from ragstage import Trace
 from ragstage.attribution import BUCKETS
 from ragstage.report import funnel_from_counts
-from ragstage.run_summary import Points, prompt_ceiling, prompt_fill
+from ragstage.runs.summary import Points, prompt_ceiling, prompt_fill
 
 
 def _trace(qid, ranked, kept, pipeline="p", **extra):
@@ -66,7 +66,7 @@ def test_ceiling_agrees_with_the_funnel(counts):
 
 
 @pytest.mark.parametrize("system, oracle, sufficiency, reading", [
-    ((70, 100), (95, 100), (72, 100), "generation is capable but starved"),            # seed 003's first case
+    ((70, 100), (95, 100), (72, 100), "generation is capable but starved"),            # Which RAG component broke?
     ((70, 100), (74, 100), (93, 100), "generation fails with the evidence in front of it"),  # and its second
     ((5, 10), (7, 10), (7, 10), "the two halves lose about as much"),
 ])
