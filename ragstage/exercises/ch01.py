@@ -20,6 +20,20 @@ def _none_row(table):
     return rows.iloc[0]
 
 
+def _edit(exercise_id: str, title: str, case: str, typed: str, edit: str, *expects: Expect,
+          read: str = "diagnoses") -> Exercise:
+    """An exercise that edits one case in the chapter's editor and checks what the editor shows.
+
+    ``edit`` is the argument list of ``editor.set_case`` as the reader types it
+    (``'retrieved="d1, d2"'``); ``read`` is the editor's state the self-check reads.
+    """
+    return Exercise(
+        id=exercise_id, title=title,
+        submit=f'editor.{read}["{case}"], after {typed}',
+        solution=f'editor.reset()\neditor.set_case("{case}", {edit})\nresult = editor.{read}["{case}"]',
+        expects=expects)
+
+
 EXERCISES = (
     Exercise(
         id="1.1",
@@ -33,32 +47,19 @@ EXERCISES = (
                    "the answer matter"),
         ),
     ),
-    Exercise(
-        id="1.2",
-        title="Retrieve d2 in case A",
-        submit='editor.diagnoses["A"], after setting A\'s retrieved to "d1, d2" and its reranked to empty',
-        solution=('editor.reset()\neditor.set_case("A", retrieved="d1, d2", reranked="")\n'
-                  'result = editor.diagnoses["A"]'),
-        expects=(
-            Expect("stage", "reranking",
-                   "is d2 in A's retrieved list now, and is it in the reranked list? The walk stops at the "
-                   "first stage whose output lacks d2"),
-            Expect("recall", 1.0, "recall is the share of gold ids in the retrieved list: check A's retrieved box"),
-            Expect("retention", 0.0, "retention is the share of gold ids in the prompt: A's prompt is unchanged"),
-        ),
-    ),
-    Exercise(
-        id="1.3",
-        title="Put d2 into case D's prompt",
-        submit='editor.diagnoses["D"], after setting D\'s prompt to "d1, d2"',
-        solution='editor.reset()\neditor.set_case("D", prompt="d1, d2")\nresult = editor.diagnoses["D"]',
-        expects=(
-            Expect("stage", "generation",
-                   "with d2 in the prompt, assembly kept the evidence; look at what D's answer names"),
-            Expect("reason", "named a non-gold passage",
-                   "the reason describes the answer: which id does D's answer name, and is it gold?"),
-        ),
-    ),
+    _edit("1.2", "Retrieve d2 in case A", "A", 'setting A\'s retrieved to "d1, d2" and its reranked to empty',
+          'retrieved="d1, d2", reranked=""',
+          Expect("stage", "reranking",
+                 "is d2 in A's retrieved list now, and is it in the reranked list? The walk stops at the "
+                 "first stage whose output lacks d2"),
+          Expect("recall", 1.0, "recall is the share of gold ids in the retrieved list: check A's retrieved box"),
+          Expect("retention", 0.0, "retention is the share of gold ids in the prompt: A's prompt is unchanged")),
+    _edit("1.3", "Put d2 into case D's prompt", "D", 'setting D\'s prompt to "d1, d2"',
+          'prompt="d1, d2"',
+          Expect("stage", "generation",
+                 "with d2 in the prompt, assembly kept the evidence; look at what D's answer names"),
+          Expect("reason", "named a non-gold passage",
+                 "the reason describes the answer: which id does D's answer name, and is it gold?")),
     Exercise(
         id="1.4",
         title="Fix case C's answer",
@@ -74,51 +75,28 @@ EXERCISES = (
                    get=lambda table: float(_none_row(table)["high"])),
         ),
     ),
-    Exercise(
-        id="1.5",
-        title="Refuse in case E",
-        submit='editor.diagnoses["E"], after ticking refused for E',
-        solution='editor.reset()\neditor.set_case("E", refused=True)\nresult = editor.diagnoses["E"]',
-        expects=(
-            Expect("stage", "generation",
-                   "E's evidence reached the prompt; a refusal is the model's choice, so which stage made it?"),
-            Expect("reason", "refused despite evidence in the prompt",
-                   "the reason should say why the answer failed: did you tick refused, and only that?"),
-        ),
-    ),
-    Exercise(
-        id="1.6",
-        title="Label case G",
-        submit='editor.diagnoses["G"], after giving G the gold d3',
-        solution='editor.reset()\neditor.set_case("G", gold="d3")\nresult = editor.diagnoses["G"]',
-        expects=(
-            Expect("stage", "none",
-                   "with a gold id the walk can run: is d3 in every list of G, and what does G's answer name?"),
-        ),
-    ),
-    Exercise(
-        id="1.7",
-        title="Stop logging E's prompt",
-        submit='editor.diagnoses["E"], after setting E\'s prompt to null',
-        solution='editor.reset()\neditor.set_case("E", prompt="null")\nresult = editor.diagnoses["E"]',
-        expects=(
-            Expect("stage", "not_logged",
-                   "type null (not an empty box): null means the prompt was not recorded, an empty box "
-                   "means an empty prompt, and the two are diagnosed differently"),
-        ),
-    ),
-    Exercise(
-        id="1.8",
-        title="An edit the trace cannot have",
-        submit='editor.warnings["B"], after setting B\'s reranked to "d1, d9"',
-        solution='editor.reset()\neditor.set_case("B", reranked="d1, d9")\nresult = editor.warnings["B"]',
-        expects=(
-            Expect("warning names d9", True,
-                   "the warning is empty until an id in reranked was never retrieved: type an id that is "
-                   "not in B's retrieved list", get=lambda w: "d9" in w.value),
-            Expect("warning says d9 is not in the corpus", True,
-                   "the editor checks ids against the corpus only when it was given one: "
-                   "CaseEditor(..., corpus=corpus)", get=lambda w: "not in the corpus" in w.value),
-        ),
-    ),
+    _edit("1.5", "Refuse in case E", "E", 'ticking refused for E',
+          'refused=True',
+          Expect("stage", "generation",
+                 "E's evidence reached the prompt; a refusal is the model's choice, so which stage made it?"),
+          Expect("reason", "refused despite evidence in the prompt",
+                 "the reason should say why the answer failed: did you tick refused, and only that?")),
+    _edit("1.6", "Label case G", "G", 'giving G the gold d3',
+          'gold="d3"',
+          Expect("stage", "none",
+                 "with a gold id the walk can run: is d3 in every list of G, and what does G's answer name?")),
+    _edit("1.7", "Stop logging E's prompt", "E", "setting E's prompt to null",
+          'prompt="null"',
+          Expect("stage", "not_logged",
+                 "type null (not an empty box): null means the prompt was not recorded, an empty box "
+                 "means an empty prompt, and the two are diagnosed differently")),
+    _edit("1.8", "An edit the trace cannot have", "B", 'setting B\'s reranked to "d1, d9"',
+          'reranked="d1, d9"',
+          Expect("warning names d9", True,
+                 "the warning is empty until an id in reranked was never retrieved: type an id that is "
+                 "not in B's retrieved list", get=lambda w: "d9" in w.value),
+          Expect("warning says d9 is not in the corpus", True,
+                 "the editor checks ids against the corpus only when it was given one: "
+                 "CaseEditor(..., corpus=corpus_ids)", get=lambda w: "not in the corpus" in w.value),
+          read="warnings"),
 )
