@@ -10,7 +10,7 @@ the Parquet reader takes without a per-row check (:mod:`ragstage.parquet`).
 A reader either calls :func:`check_record` (or :func:`check_row`, for columns), or decodes
 into the plain types and sends whatever does not fit them to :func:`check_record`; so every
 reader accepts, converts and rejects the same values, with the same errors, and gives the
-same normalised form: ids as strings in tuples, ``meta`` a dict. A typo such as ``promt``
+same normalised form: ids as strings in lists, ``meta`` a dict. A typo such as ``promt``
 or a ``gold`` given as a string is rejected with the field named, instead of being silently
 treated as "no prompt" or as a list of single characters.
 """
@@ -66,9 +66,9 @@ def _as_id(value: Any, name: str) -> str:
     raise _fail(f"ids must be strings or integers, got {type(value).__name__} {value!r}", name)
 
 
-def _as_ids(value: Any, name: str) -> tuple[str, ...]:
+def _as_ids(value: Any, name: str) -> list[str]:
     if type(value) is list or type(value) is tuple:
-        return tuple(_as_id(v, name) for v in value)
+        return [_as_id(v, name) for v in value]
     raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
 
 
@@ -86,13 +86,13 @@ def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[st
 
 
 def _ranked(entries: Iterable[tuple[str, float, str | None]]
-            ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
-    ids, scores, sections = zip(*entries) if entries else ((), (), ())
-    return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
+            ) -> tuple[list[str], list[float], list[str | None] | None]:
+    ids, scores, sections = zip(*entries)
+    return list(ids), list(scores), (list(sections) if any(s is not None for s in sections) else None)
 
 
 def _as_ranked(value: Any, name: str
-               ) -> tuple[tuple[str, ...], tuple[float, ...] | None, tuple[str | None, ...] | None]:
+               ) -> tuple[list[str], list[float] | None, list[str | None] | None]:
     """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
 
     Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
@@ -121,9 +121,9 @@ class _Columns(NamedTuple):
     scores: Sequence[Any]
     sections: Sequence[Any] | None
 
-    def check(self, name: str) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
+    def check(self, name: str) -> tuple[list[str], list[float] | None, list[str | None] | None]:
         if not self.ids:  # as an empty list of entries reads: no scores
-            return (), None, None
+            return [], None, None
         sections = self.sections if self.sections is not None else (None,) * len(self.ids)
         return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, self.scores, sections)])
 
@@ -150,10 +150,10 @@ def _as_bool(value: Any, name: str) -> bool:
     return value
 
 
-def _as_bools(value: Any, name: str) -> tuple[bool, ...]:
+def _as_bools(value: Any, name: str) -> list[bool]:
     if not isinstance(value, (list, tuple)) or not all(type(v) is bool for v in value):
         raise _fail(f"expected a list of true/false claim labels, got {value!r:.60}", name)
-    return tuple(value)
+    return list(value)
 
 
 def _as_dict(value: Any, name: str) -> dict[str, Any]:
@@ -174,7 +174,7 @@ class Kind(NamedTuple):
     """What a field holds.
 
     ``check(value, name)`` converts a decoded JSON value or raises :class:`TraceError`;
-    ``plain`` is the type of the values it returns unchanged, once a list is a tuple (None:
+    ``plain`` is the type of the values it returns unchanged (None:
     it converts every value, so a typed decoder must leave such a field to it); ``arrow``
     gives the field's Arrow type from the pyarrow module (passed in, so that only a Parquet
     reader loads pyarrow), and ``arrow_plain`` says whether a column of that type holds
@@ -189,11 +189,11 @@ class Kind(NamedTuple):
 
 ID = Kind(_as_id, str, lambda pa: pa.string())
 TEXT = Kind(_as_str, str, lambda pa: pa.string())
-IDS = Kind(_as_ids, tuple[str, ...], lambda pa: pa.list_(pa.string()))
+IDS = Kind(_as_ids, list[str], lambda pa: pa.list_(pa.string()))
 #: A ranked list: its ids here, its scores and sections in ``<name>_scores`` and ``<name>_sections``.
-RANKED = Kind(_as_ranked_value, tuple[str, ...], lambda pa: pa.list_(pa.string()))
+RANKED = Kind(_as_ranked_value, list[str], lambda pa: pa.list_(pa.string()))
 FLAG = Kind(_as_bool, bool, lambda pa: pa.bool_())
-FLAGS = Kind(_as_bools, tuple[bool, ...], lambda pa: pa.list_(pa.bool_()))
+FLAGS = Kind(_as_bools, list[bool], lambda pa: pa.list_(pa.bool_()))
 PROMPT_SOURCE = Kind(_as_prompt_source, None, lambda pa: pa.string(), False)
 ERROR = Kind(_as_error, None, lambda pa: pa.struct([("stage", pa.string()), ("message", pa.string())]), False)
 META = Kind(_as_dict, dict[str, Any], lambda pa: pa.string(), False)  # stored as JSON text
@@ -255,15 +255,16 @@ _START = {**{name: f.default for name, f in FIELDS.items()}, **dict.fromkeys(_PA
 _NULL_OK = frozenset(name for name, f in FIELDS.items() if f.nullable or name in _REQUIRED)
 _STRINGS = frozenset(name for name, f in FIELDS.items() if f.kind.plain is str)
 _BOOLEANS = frozenset(name for name, f in FIELDS.items() if f.kind.plain is bool)
-_ID_LISTS = frozenset(name for name, f in FIELDS.items() if f.kind.plain == tuple[str, ...])
+_ID_LISTS = frozenset(name for name, f in FIELDS.items() if f.kind.plain == list[str])
 
 
 def check_record(record: Any) -> dict[str, Any]:
     """Validate one decoded JSON object and return it normalised.
 
-    Normalised means: every field present with its default, ids as strings in tuples,
+    Normalised means: every field present with its default, ids as strings in lists,
     ``retrieved`` and ``reranked`` split into ids, ``<stage>_scores`` and
-    ``<stage>_sections`` (None unless given), ``meta`` a dict. Raises
+    ``<stage>_sections`` (None unless given), ``meta`` a dict; a list field left out holds its
+    default, ``()``. Raises
     :class:`TraceError` naming the field (the caller adds file and line).
     """
     if type(record) is not dict:
@@ -286,7 +287,7 @@ def check_record(record: Any) -> dict[str, Any]:
                 except TypeError:
                     pass
                 else:
-                    out[name] = tuple(value)
+                    out[name] = value if kind is list else list(value)
                     continue
         elif kind is bool and name in _BOOLEANS:
             out[name] = value

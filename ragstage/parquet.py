@@ -154,16 +154,6 @@ def _plain(batch: pa.RecordBatch) -> bool:
     return True
 
 
-def _python(column: pa.Array) -> Iterable[Any]:
-    """A column's values in the normalised form: lists as tuples."""
-    values = column.to_pylist()
-    if not pa.types.is_list(column.type):
-        return values
-    if column.null_count:
-        return [None if v is None else tuple(v) for v in values]
-    return map(tuple, values)
-
-
 def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
     """The checked :class:`~ragstage.record.Record` of each row of a batch, in order.
 
@@ -175,7 +165,7 @@ def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
     if not _plain(batch):
         return map(as_record, checked_rows(batch))
     present = dict(zip(batch.schema.names, batch.columns))
-    columns = [_python(present[name]) if name in present else iter(dict, None) if name == "meta"
+    columns = [present[name].to_pylist() if name in present else iter(dict, None) if name == "meta"
                else repeat(f.default) for name, f in FIELDS.items()]
     return map(Record, *columns)
 

@@ -6,7 +6,7 @@ decodes each line with msgspec straight into :class:`Record`, a typed struct who
 types do the checking in C while the line is parsed.
 
 The struct is built from the rows of :data:`~ragstage.fields.FIELDS`: each field is typed
-with its kind's plain type (a string, a boolean, a tuple of string ids, a tuple of booleans,
+with its kind's plain type (a string, a boolean, a list of string ids, a list of booleans,
 an object; null where null is allowed), and a field whose check does more than a type test
 (an integer id to convert, ranked ``{"id", "score"}`` entries, an ``error`` object, a
 ``prompt_source``) is typed to accept only null. A line that does not fit the plain types is

@@ -53,9 +53,9 @@ def test_decoding_agrees_with_check_record_on_any_object(obj):
 
 def test_plain_lines_take_the_typed_path_and_others_the_full_check():
     plain = decode_record(b'{"query_id": "q", "gold": ["d1"], "retrieved": ["d1"], "claims": [true]}')
-    assert plain.gold == ("d1",) and plain.claims == (True,) and plain.meta == {}
+    assert plain.gold == ["d1"] and plain.claims == [True] and plain.meta == {}
     converted = decode_record(b'{"query_id": 7, "retrieved": [{"id": 1, "score": 0.5}], "meta": null}')
-    assert converted.query_id == "7" and converted.retrieved == ("1",) and converted.meta == {}
+    assert converted.query_id == "7" and converted.retrieved == ["1"] and converted.meta == {}
     assert decode_record(b'{"query_id": "q"}').meta is not decode_record(b'{"query_id": "q"}').meta
 
 
@@ -92,16 +92,15 @@ def test_record_fields_are_the_trace_fields_in_order():
     assert Record.__struct_fields__ == tuple(FIELDS)
 
 
-PLAIN_SAMPLES = {str: ["x", ""], bool: [True, False], tuple[str, ...]: [["a", "b"], []],
-                 tuple[bool, ...]: [[True, False]], dict[str, Any]: [{"k": [1]}]}
+PLAIN_SAMPLES = {str: ["x", ""], bool: [True, False], list[str]: [["a", "b"], []],
+                 list[bool]: [[True, False]], dict[str, Any]: [{"k": [1]}]}
 
 
 @pytest.mark.parametrize("name", [name for name in FIELDS if name != "query_id"])
 def test_each_field_takes_its_plain_type_as_is_and_null_as_declared(name):
     spec = FIELDS[name]
-    for value in PLAIN_SAMPLES.get(spec.kind.plain, []):
-        got = check_record({"query_id": "q", name: value})[name]
-        assert got == (tuple(value) if isinstance(value, list) else value)
+    for value in PLAIN_SAMPLES[spec.kind.plain] if spec.kind.plain is not None else []:
+        assert check_record({"query_id": "q", name: value})[name] == value
     if spec.nullable:
         assert check_record({"query_id": "q", name: None})[name] == ({} if name == "meta" else None)
     else:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..attribution import diagnose
+from ..trace import Trace, TraceError, read_traces
 from .labels import parse_label
 from .layout import RunFiles, find_runs, trace_files
-from ..trace import Trace, TraceError, read_traces
 
 __all__ = ["RunSet", "load_run", "check_run", "diff_runs"]
 
