@@ -33,6 +33,9 @@ CELLS = [
     ("quiet", 1),
     ("fig, ax = plt.subplots()\nstage_bars(table, ax=ax)\nprint('pyplot shows its own figure')", 1),
     ("print('no figure here')", 0),
+    # a figure made outside any cell (as a widget callback would) is not the next cell's output
+    ("get_ipython().events.register('post_execute', lambda: stage_bars(table) and None)", 0),
+    ("get_ipython().events.callbacks['post_execute'].pop()\nprint('next cell')", 0),
 ]
 
 

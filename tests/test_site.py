@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+import requests
 from browser_helpers import CHROMIUM_ARGS, chromium_or_skip, free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,8 +159,6 @@ def test_chapter_links_to_colab_and_to_its_notebook(visited, server, chapter):
     assert colab and set(colab) == {COLAB + chapter.name}, colab
     (download,) = visited[rel]["download"]
     assert unquote(urlparse(download).path).endswith(f"/{chapter.name}")
-    import requests
-
     got = requests.get(download, timeout=10)
     assert got.status_code == 200 and got.content == chapter.read_bytes(), "the download is not the committed notebook"
 

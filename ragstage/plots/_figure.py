@@ -64,6 +64,12 @@ def _flush() -> None:
             display(fig)
 
 
+def _forget() -> None:
+    """Before a cell runs: drop figures made outside any cell (e.g. by a widget's callback),
+    which their maker shows itself; they are not this cell's output."""
+    _pending.clear()
+
+
 def _kernel_shell() -> Any:
     """The running IPython kernel's shell, or None (plain Python, a terminal IPython)."""
     ipython = sys.modules.get("IPython")
@@ -81,6 +87,7 @@ def _note(fig: Figure) -> None:
         return
     if id(shell) not in _hooked:
         shell.display_formatter.formatters["image/png"].for_type(Figure, _render)
+        shell.events.register("pre_execute", _forget)
         shell.events.register("post_execute", _flush)
         _hooked.add(id(shell))
     _pending.append(fig)
