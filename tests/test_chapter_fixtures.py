@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
+from ragstage import Trace, compare, diagnose, normal_interval, replay, wilson
 from ragstage.attribution import GENERATION_KINDS, REASONS, generation_kind
-from ragstage.fixtures import load_json, load_traces
+from ragstage.fixtures import edit_case, find_case, load_json, load_traces
 from ragstage.oracles import correctness, sufficiency
 from ragstage.simulate import STAGES, end_to_end, simulate_pipeline
 from ragstage.stats import interval_coverage
@@ -227,69 +227,15 @@ def test_simulated_coverage_agrees_with_the_exact_coverage():
 
 
 # -- the exercises at the end of each chapter say what an edit should produce ------------------
-def test_chapter_1_exercises(five_cases):
-    c = {t.query_id: t for t in five_cases}
-    g = {t.query_id: t for t in load_traces("five_cases", "not_relevance.jsonl")}["G"]
-    d = diagnose(c["A"].replace(retrieved=["d1", "d2"]))
-    assert (d.stage.value, d.recall, d.retention) == ("reranking", 1.0, 0.0)
-    d = diagnose(c["D"].replace(prompt=["d1", "d2"]))
-    assert (d.stage.value, d.reason) == ("generation", REASONS["non_gold"])
-    assert diagnose(c["C"].replace(answer_ids=["d2"])).stage.value == "none"
-    assert [round(x, 3) for x in wilson(2, 5)] == [0.118, 0.769]
-    assert diagnose(c["E"].replace(refused=True)).reason == REASONS["refused"]
-    assert diagnose(g.replace(gold=["d3"])).stage.value == "none"
-
-
-def test_chapter_2_exercises():
-    from ragstage import funnel_from_counts, sample_size
-
-    assert [round(x, 3) for x in wilson(15, 15)] == [0.796, 1.0]
-    assert normal_interval(15, 15) == (1.0, 1.0)
-    assert [round(x, 3) for x in wilson(220, 300)] == [0.681, 0.780]
-    assert sample_size(0.7, 0.03) == 897
-    f = funnel_from_counts({"x": {"retrieval": 150, "reranking": 42, "prompt_assembly": 30, "generation": 38,
-                                  "none": 40}}).set_index("stage")
-    assert (f.loc["reranking", "entered"], f.loc["reranking", "survived"]) == (150, 108)
-    assert round(mcnemar(10, 2), 3) == 0.039
+# Chapters 1-3 declare their exercises' outcomes once, in ragstage/exercises/ch01-ch03.py;
+# tests/test_exercises.py runs each solution from its chapter's namespace against them.
+def test_chapter_2_multi_relevant_fixture():
     from ragstage.metrics import hit_at_k
     runs = load_traces("intervals", "multi_relevant.jsonl")
     hits = [hit_at_k(t.retrieved, t.gold, 5) for t in runs]
     assert sum(hits) == 25
     m03 = next(t for t in runs if t.query_id == "m03")
     assert m03.gold == ("s020",) and m03.retrieved[0] == "s150" and not hit_at_k(m03.retrieved, m03.gold, 5)
-
-
-def test_chapter_2_planning_exercises():
-    from ragstage import holm, load_published, mcnemar_sample_size
-
-    pairs = load_published().pairs
-    minilm = pairs[(pairs.before == "minilm") & (pairs.after == "minilm+ce")].iloc[0]
-    assert mcnemar_sample_size(minilm.fixed / 300, minilm.broken / 300, power=0.9) == 251
-    sixth = holm(list(pairs.p_value) + [0.01])
-    assert round(sixth[-1], 3) == 0.040 and round(sixth[2], 3) == 0.120
-
-
-def test_chapter_3_exercises(audit_cases, incident_batch):
-    d = diagnose(audit_cases["retrieval-miss"].replace(retrieved=["returns-v2", "returns-v1"]), "all")
-    assert (d.stage.value, d.recall, d.retention) == ("prompt_assembly", 1.0, 0.0)
-    two = audit_cases["supported-answer"].replace(gold=["leave", "benefits"], retrieved=["leave", "shipping"],
-                                                  prompt=["leave", "shipping"])
-    assert diagnose(two, "any").stage.value == "unjudged" and diagnose(two, "any").recall == 0.5
-    supported = audit_cases["supported-answer"]
-    assert diagnose(supported.replace(correct=False), "all").stage.value == "source_or_label"
-    partial = diagnose(supported.replace(correct=False, complete=False), "all")
-    assert (partial.stage.value, partial.reason) == ("generation", REASONS["partial"])
-    after = load_traces("incidents", "after_fix.jsonl")
-    edited = [t.replace(prompt=list(t.prompt) + ["handbook:leave"]) if t.query_id == "inc-209" else t
-              for t in incident_batch]
-    counts = replay(edited)
-    assert (counts["prompt_assembly"], counts["generation"]) == (8, 11)
-    honest = [t.replace(correct=True) if t.query_id in ("inc-210", "inc-211", "inc-212") else t for t in after]
-    c = compare(incident_batch, honest)
-    assert (c.fixed, c.broken, round(c.p_value, 3)) == (5, 2, 0.453)
-    t231 = next(t for t in incident_batch if t.query_id == "inc-231")
-    d = diagnose(t231.replace(answer="You get 25 days [1]. Part-timers get 12.", correct=False))
-    assert d.reason == REASONS["numeric_unmarked"]
 
 
 def test_chapter_4_exercises():
@@ -320,7 +266,15 @@ def test_chapter_4_exercises():
     assert kinds == {"wrong_passage"}
 
 
-def test_chapter_1_exercise_6_unlogged_prompt():
-    case_e = next(t for t in load_traces("five_cases", "cases.jsonl") if t.query_id == "E")
-    assert diagnose(case_e).stage.value == "none"
-    assert diagnose(case_e.replace(prompt=None)).stage.value == "not_logged"
+# -- the one-call edit the exercises use -----------------------------------------------------------
+def test_edit_case_changes_a_copy_and_checks_the_edit():
+    batch = load_traces("incidents", "batch.jsonl")
+    edited = edit_case(batch, ["inc-210", "inc-211"], correct=True)
+    assert [t.query_id for t in edited] == [t.query_id for t in batch]
+    assert find_case(edited, "inc-210").correct is True and find_case(edited, "inc-211").correct is True
+    assert find_case(batch, "inc-210") is batch[[t.query_id for t in batch].index("inc-210")]
+    assert sum(a is not b for a, b in zip(batch, edited)) == 2
+    with pytest.raises(KeyError, match="no case 'inc-999' among 40 traces"):
+        edit_case(batch, "inc-999", correct=True)
+    with pytest.raises(Exception, match="retrieved"):
+        edit_case(batch, "inc-210", retrieved=5)

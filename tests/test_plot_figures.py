@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
+from ragstage.run_summary import prompt_fill
 
 from ragstage import attribution_table, compare, table_from_counts
 from ragstage.fixtures import fixtures_dir, load_traces
@@ -26,7 +27,6 @@ from ragstage.plots import (
     prompt_fill_plot,
     stage_bars,
 )
-from ragstage.run_summary import prompt_fill
 from ragstage.runs import load_run
 
 
