@@ -33,6 +33,7 @@ from ragstage.ingest.demo import (
     extractive_answer,
     load_corpus,
     load_questions,
+    overlap_rerank,
     pack_context,
     run_demo,
     words,
@@ -90,6 +91,22 @@ def test_pack_context_keeps_a_prefix_that_fits(passages, budget):
             assert sum(map(len, kept)) + len(passages[len(kept)]) > budget
     else:
         assert kept == passages
+
+
+def test_reranker_rule_orders_by_shared_question_words_and_keeps_the_top():
+    passages = ["tea and cakes", "dogs bark at night", "night dogs", "dogs"]
+    assert overlap_rerank("When do dogs bark at night?", passages, 3) == [1, 2, 3]
+    assert overlap_rerank("the how", passages, 2) == [0, 1]  # no shared word: the retriever's order
+
+
+@given(st.lists(st.text(alphabet="ab c", max_size=12), max_size=8), st.text(alphabet="ab c", max_size=12),
+       st.integers(0, 10))
+def test_reranker_keeps_distinct_positions_best_first(passages, question, top):
+    kept = overlap_rerank(question, passages, top)
+    assert len(kept) == min(top, len(passages)) and len(set(kept)) == len(kept)
+    asked = set(words(question)) - {"a", "an"}
+    shared = [len(asked & set(words(passages[i]))) for i in kept]
+    assert shared == sorted(shared, reverse=True)
 
 
 def test_words_keep_numbers_whole():
@@ -157,6 +174,17 @@ def test_baseline_run_is_what_the_chapter_describes(run_dir):
     assert answers["q36"] == "either in the morning or at bedtime."  # a fragment cut at a chunk boundary
     # q01's sentence was cut in two: the question's words in one chunk, the number in the next
     assert answers["q01"].startswith("We randomised") and "0.72" not in answers["q01"]
+
+
+def test_the_reranker_is_a_logged_stage(run_dir):
+    settings = replace(BASE, k=10, rerank_top=4)
+    assert settings.name == "chunks200-k10-rerank4-budget800"
+    traces = traces_of(settings, run_dir)
+    assert all(t.reranked is not None and len(t.reranked) == 4 and len(t.retrieved) == 10 for t in traces)
+    assert all(set(t.reranked) <= set(t.retrieved) for t in traces)
+    assert buckets(traces) == Counter(none=21, generation=11, retrieval=2, reranking=2)
+    c = compare(traces_of(BASE, run_dir), traces)
+    assert (c.fixed, c.broken) == (1, 0)
 
 
 def test_doctor_cli_on_the_raw_export(run_dir):
