@@ -1,7 +1,8 @@
-"""The ``ragstage`` command: ``attribute``, ``compare``, ``convert``, ``run``, ``ingest`` and ``doctor``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``run``, ``ingest`` and ``doctor``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
-and one line naming the file, the line and the field: never a traceback.
+and one line naming the file, the line and the field: never a traceback. ``compare --gate``
+exits 1 when the change is worse (see :mod:`ragstage.gate`).
 """
 
 from __future__ import annotations
@@ -71,13 +72,20 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.gate or args.summary or args.junit:
+        return _gated(args)
     from .report import compare  # pandas loads for compare only: attribute prints its rows without it
 
     result = compare(read_any(args.before), read_any(args.after),
                      intersect=args.intersect, require=args.require)
-    if args.format == "json":
+    _print_comparison(result, args.format)
+    return 0
+
+
+def _print_comparison(result, fmt: str) -> None:
+    if fmt == "json":
         sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
+        return
     print(f"questions paired: {result.n}")
     if result.only_before or result.only_after:
         print(f"left out (--intersect): {len(result.only_before)} only before, {len(result.only_after)} only after")
@@ -87,6 +95,39 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"undecided (unjudged or not logged in either run, not tested): {result.undecided}")
     print("\nbucket migration (rows: before, columns: after)")
     print(result.migration.to_string())
+
+
+def _gated(args: argparse.Namespace) -> int:
+    """``compare`` with the gate: the comparison, then the verdict as the last line (stderr with JSON)."""
+    from .gate import gate
+    from .html.atomic import write_atomic
+
+    result = gate(read_any(args.before), read_any(args.after), alpha=args.alpha, max_broken=args.max_broken,
+                  critical=not args.no_critical, require=args.require, intersect=args.intersect,
+                  names=(args.before, args.after))
+    _print_comparison(result.paired.comparison, args.format)
+    if args.summary:
+        write_atomic(args.summary, result.to_markdown())
+    if args.junit:
+        write_atomic(args.junit, result.to_junit())
+    if args.format != "json":
+        print()
+    print(result.verdict.line, file=sys.stderr if args.format == "json" else sys.stdout)
+    return 0 if result.passed or not args.gate else 1
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .html import write_comparison, write_report
+
+    by = None if args.by in ("", "none") else args.by
+    if args.compare:
+        if len(args.files) != 2:
+            raise ValueError(f"--compare takes two trace files, BEFORE and AFTER; got {len(args.files)}")
+        n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect)
+        print(f"wrote the comparison of {n} paired questions to {args.out}", file=sys.stderr)
+    else:
+        n = write_report(args.files, args.out, by=by, require=args.require)
+        print(f"wrote the report of {n} traces to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -100,6 +141,20 @@ def _run(args: argparse.Namespace) -> int:
     from .pipeline.cli_run import run_from_args  # torch and friends load only for `run`
 
     return run_from_args(args)
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,7 +179,27 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--intersect", action="store_true", help="compare only the questions both runs have")
     comp.add_argument("--require", choices=["any", "all"], default="any")
     comp.add_argument("--format", choices=["table", "json"], default="table")
+    comp.add_argument("--gate", action="store_true",
+                      help="exit 1 when AFTER is worse (McNemar, --max-broken, or a question newly critical)")
+    comp.add_argument("--alpha", type=_probability, default=0.05,
+                      help="fail when broken > fixed with exact McNemar p <= ALPHA (default 0.05)")
+    comp.add_argument("--max-broken", type=_count, default=None, metavar="N",
+                      help="fail when more than N questions broke (default: no limit)")
+    comp.add_argument("--no-critical", action="store_true",
+                      help="do not fail on questions newly in a critical bucket or flag")
+    comp.add_argument("--summary", metavar="FILE", help="write the verdict and the comparison as Markdown")
+    comp.add_argument("--junit", metavar="FILE", help="write JUnit XML: broken questions fail, fixed ones pass")
     comp.set_defaults(func=_compare)
+
+    rep = sub.add_parser("report", help="one self-contained HTML page of a run (or, with --compare, of two)")
+    rep.add_argument("files", nargs="+", metavar="TRACES",
+                     help="trace files; with --compare exactly two: BEFORE AFTER")
+    rep.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--by", default="pipeline", help="trace field or meta key to group by ('none': one group)")
+    rep.add_argument("--require", choices=["any", "all"], default="any")
+    rep.add_argument("--compare", action="store_true", help="a comparison page of BEFORE and AFTER")
+    rep.add_argument("--intersect", action="store_true", help="with --compare: only the questions both runs have")
+    rep.set_defaults(func=_report)
 
     conv = sub.add_parser("convert", help="write traces from JSON Lines to Parquet or back (validated on the way)")
     conv.add_argument("source", metavar="IN", help=".jsonl, .jsonl.gz, .parquet, or a folder of .parquet files")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragstage import compare, diagnose
-from ragstage.doctor import doctor_files
+from ragstage.ingest.doctor import doctor_files
 from ragstage.fixtures import fixture_path
 from ragstage.ingest import Label, ingest_openinference, judge_contains
 from ragstage.ingest.demo import (

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragstage import Trace, diagnose, read_traces
-from ragstage.doctor import examine
-from ragstage.tracelog import TraceLogger, redact_digest
+from ragstage.ingest.doctor import examine
+from ragstage.ingest.tracelog import TraceLogger, redact_digest
 
 REPO = Path(__file__).resolve().parents[1]
 SPANS = REPO / "fixtures" / "ingest" / "langchain_spans.jsonl"

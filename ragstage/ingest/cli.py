@@ -84,7 +84,7 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from ..doctor import doctor_files
+    from .doctor import doctor_files
 
     report = doctor_files(args.files, labels=args.labels, recover_prompt=args.recover_prompt,
                           ingest_options=_options(args))

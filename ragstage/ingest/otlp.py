@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 
 from ..trace import open_text, read_json_lines
-from ..tracelog import append_line
+from .tracelog import append_line
 from .spans import Span, SpanError
 
 __all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter", "is_otlp_json"]

@@ -1,11 +1,12 @@
 """Prompt ids recovered from the prompt text: which candidates reached the model, intact.
 
-Most systems log the prompt *text*, not the ids of the passages in it (seed 004: missing
-prompt ids is the most common gap). The ids can be recovered: a candidate reached the prompt
-when its whole content appears in it, whitespace normalised. A candidate whose beginning or
-end appears but not the whole was cut (a budget that stops mid-passage): it did **not** reach
-the prompt intact (seed 003's question), so it is not a prompt id, and it is reported as
-truncated instead of silently counted either way.
+Most systems log the prompt *text*, not the ids of the passages in it (*Diagnosing RAG
+Failure Modes*: missing prompt ids is the most common gap). The ids can be recovered: a
+candidate reached the prompt when its whole content appears in it, whitespace normalised. A
+candidate whose beginning or end appears but not the whole was cut (a budget that stops
+mid-passage): it did **not** reach the prompt intact (the context-assembly question of *Which
+RAG component broke?*), so it is not a prompt id, and it is reported as truncated instead of
+silently counted either way.
 """
 
 from __future__ import annotations

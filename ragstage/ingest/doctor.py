@@ -1,6 +1,6 @@
 """``ragstage doctor``: which of the minimum log fields your traces lack, and what that costs.
 
-Seed 004's minimum log per request is: query; retrieved (id, score, section); reranked; the
+*Diagnosing RAG Failure Modes* names the minimum log per request: query; retrieved (id, score, section); reranked; the
 prompt ids; answer; model; prompt version; gold; timestamp. Each missing field makes some
 diagnosis impossible, and the doctor says which. A few gaps **block** attribution outright
 (no gold: nothing to look for; no prompt ids: assembly and retrieval losses look the same; no
@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .attribution import Stage, diagnose
-from .trace import Trace
+from ..attribution import Stage, diagnose
+from ..trace import Trace
 
 __all__ = ["FIELD_CHECKS", "Finding", "Report", "examine", "doctor_files"]
 
@@ -178,7 +178,7 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = ()) -> Report:
 
 
 def _is_spans(path: str) -> bool:
-    from .ingest.otlp import is_otlp_json
+    from .otlp import is_otlp_json
 
     return path.endswith(".parquet") or is_otlp_json(path)
 
@@ -191,13 +191,13 @@ def doctor_files(paths: Iterable[str], labels: str | None = None, recover_prompt
     what the export itself logs. Requests without an LLM span and labels that matched no
     request are added as notes.
     """
-    from .trace import read_traces
+    from ..trace import read_traces
 
     traces: list[Trace] = []
     notes: list[str] = []
     for path in paths:
         if _is_spans(str(path)):
-            from .ingest import ingest_openinference
+            from .build import ingest_openinference
 
             result = ingest_openinference(str(path), labels=labels, recover_prompt=recover_prompt,
                                           **dict(ingest_options or {}))

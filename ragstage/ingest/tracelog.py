@@ -1,6 +1,6 @@
 """A trace logger for hand-rolled pipelines: one valid trace per request, appended atomically.
 
-A team without tracing can start logging seed 004's minimum fields today::
+A team without tracing can start logging the minimum fields of *Diagnosing RAG Failure Modes* today::
 
     log = TraceLogger("logs/traces.jsonl", pipeline="bm25-v2", model="my-model", prompt_version="p3")
     log.log(query_id=rid, query=q, retrieved=[(pid, score, section), ...], prompt=ids_in_prompt, answer=a)
@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
-from .trace import Trace
+from ..trace import Trace
 
 __all__ = ["TraceLogger", "redact_digest", "append_line"]
 

@@ -1,0 +1,80 @@
+"""Self-contained HTML pages of a run (``ragstage report``) and of two runs (``ragstage report --compare``).
+
+A page is one file with its styles, script, data and figures inside: it opens with no
+network, so it can be mailed or attached to a ticket. Its numbers are the ones
+``ragstage attribute --format json`` and ``ragstage compare --format json`` print for the
+same files (:mod:`ragstage.html.data` builds them with the same functions), and its
+figures come from :mod:`ragstage.plots`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .atomic import write_atomic
+
+__all__ = ["report_html", "comparison_html", "write_report", "write_comparison", "write_atomic"]
+
+
+def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    import pandas as pd
+
+    from .. import plots
+    from .page import figure_svg
+
+    figures = []
+    table = pd.DataFrame(data["attribution"])
+    if not table.empty:
+        figures.append(("fig-stages", "Where each group lost its questions (share of all questions).",
+                        figure_svg(plots.stage_bars(table), "stages")))
+        figures.append(("fig-intervals", "Each bucket's share with its 95% Wilson interval.",
+                        figure_svg(plots.interval_plot(table, xlabel="share of the group's questions"), "wilson")))
+    funnel = pd.DataFrame(data["funnel"])
+    if not funnel.empty:
+        figures.append(("fig-funnel", "The conditional funnel: survival of each stage over the questions that "
+                        "entered it (survived/entered), with Wilson intervals.",
+                        figure_svg(plots.funnel_plot(funnel), "funnel")))
+    return figures
+
+
+def report_html(paths: Sequence[str | Path], *, by: str | None = "pipeline", require: str = "any",
+                title: str | None = None) -> tuple[str, int]:
+    """``(page, number of traces)``: the report page of the traces in ``paths``."""
+    from .data import report_data
+    from .page import render_page
+
+    data = report_data(paths, by=by, require=require)
+    name = title or "ragstage report: " + ", ".join(Path(p).name for p in paths)
+    return render_page(data, name, _report_figures(data)), data["n"]
+
+
+def comparison_html(before: str | Path, after: str | Path, *, require: str = "any", intersect: bool = False,
+                    title: str | None = None) -> tuple[str, int]:
+    """``(page, number of paired questions)``: the comparison page of two runs."""
+    from .data import comparison_data
+    from .page import render_page
+
+    data = comparison_data(before, after, require=require, intersect=intersect)
+    name = title or f"ragstage comparison: {Path(before).name} → {Path(after).name}"
+    return render_page(data, name, _comparison_figures(data)), data["comparison"]["n"]
+
+
+def _comparison_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return []
+
+
+def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None = "pipeline",
+                 require: str = "any") -> int:
+    """Write the report page to ``out`` (atomically); returns the number of traces on it."""
+    page, n = report_html(paths, by=by, require=require)
+    write_atomic(out, page)
+    return n
+
+
+def write_comparison(before: str | Path, after: str | Path, out: str | Path, *, require: str = "any",
+                     intersect: bool = False) -> int:
+    """Write the comparison page to ``out`` (atomically); returns the number of paired questions."""
+    page, n = comparison_html(before, after, require=require, intersect=intersect)
+    write_atomic(out, page)
+    return n

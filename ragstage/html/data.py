@@ -1,0 +1,156 @@
+"""What the report and comparison pages show, as one JSON-ready dict: numbers first, then every question.
+
+The numbers come from the functions the command line prints: the attribution and flag
+rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, built from
+:func:`ragstage.streaming.count_files` and :mod:`ragstage.rows`; the comparison is
+:meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. The
+files are counted first, so bad input fails with ``attribute``'s own errors.
+
+Questions are stored compactly (a page may hold 100,000 of them): each row refers to
+small string tables (groups, buckets, reasons) by index, and each trace keeps only the
+fields it sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .. import __version__
+from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
+from ..formats import read_any
+from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
+from ..streaming import count_files, group_of
+from ..trace import Trace
+
+__all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields"]
+
+
+def attribute_output(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any",
+                     workers: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``{"buckets": [...], "flags": [...]}``: the rows ``attribute --format json`` prints (and with ``--flags``)."""
+    tally = count_files(paths, by=by, require=require, workers=workers)
+    return {"buckets": [dict(zip(TABLE_COLUMNS, row)) for row in bucket_rows(tally.buckets)],
+            "flags": [dict(zip(FLAG_COLUMNS, row)) for row in flag_rows(tally.flags, tally.totals())]}
+
+
+def _doctor_checks() -> tuple:
+    from ..ingest.doctor import FIELD_CHECKS
+
+    return FIELD_CHECKS
+
+
+def missing_fields(trace: Trace) -> list[int]:
+    """Indices (into the doctor's field checks) of the minimum log fields this trace lacks."""
+    return [i for i, check in enumerate(_doctor_checks()) if check.missing(trace)]
+
+
+def _compact(trace: Trace) -> dict[str, Any]:
+    """The trace's on-disk form without the fields left at their default (a page holds many)."""
+    out = {}
+    for name, value in trace.to_dict().items():
+        if value is None or value == [] or value == {} or value == "":
+            continue
+        if (name, value) in (("answerable", True), ("refused", False)):
+            continue
+        out[name] = value
+    return out
+
+
+class _Strings:
+    """A string table: each distinct text stored once, rows refer to it by index."""
+
+    def __init__(self, initial: Iterable[str] = ()) -> None:
+        self.items: list[str] = []
+        self._index: dict[str, int] = {}
+        for text in initial:
+            self(text)
+
+    def __call__(self, text: str) -> int:
+        index = self._index.get(text)
+        if index is None:
+            index = self._index[text] = len(self.items)
+            self.items.append(text)
+        return index
+
+
+_FLAG_BIT = {flag: 1 << i for i, flag in enumerate(FLAGS)}
+_BUCKET = {b: i for i, b in enumerate(BUCKETS)}
+
+
+def _flag_mask(flags: Iterable[str]) -> int:
+    mask = 0
+    for flag in flags:
+        mask |= _FLAG_BIT[flag]
+    return mask
+
+
+def _side(trace: Trace, d: Diagnosis, reasons: _Strings) -> dict[str, Any]:
+    """One trace on the page: its compact fields, its diagnosis and the doctor's missing fields."""
+    return {"t": _compact(trace), "b": _BUCKET[d.stage.value], "r": reasons(d.reason), "f": _flag_mask(d.flags),
+            "s": d.severity, "m": missing_fields(trace), "recall": d.recall, "retention": d.retention}
+
+
+def _common(kind: str) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "version": __version__,
+        "buckets": list(BUCKETS),
+        "flag_names": list(FLAGS),
+        "severity": dict(SEVERITY),
+        "checks": [{"name": c.name, "impact": c.impact, "blocking": c.blocking} for c in _doctor_checks()],
+    }
+
+
+def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any") -> dict[str, Any]:
+    """The report page's data: ``attribute``'s rows, the funnel, and every question with its trace."""
+    from ..report import funnel
+
+    paths = [str(p) for p in paths]
+    counted = attribute_output(paths, by=by, require=require)
+    traces = [t for path in paths for t in read_any(path)]
+    groups, reasons = _Strings(), _Strings()
+    questions = []
+    for trace in traces:
+        d = diagnose(trace, require)
+        side = _side(trace, d, reasons)
+        side["g"] = groups(group_of(trace, by))
+        questions.append(side)
+    table = funnel(traces, by=by, require=require)
+    data = _common("report")
+    data.update({
+        "files": paths, "by": by, "require": require, "n": len(traces),
+        "attribution": counted["buckets"], "flags": counted["flags"],
+        "funnel": table.to_dict(orient="records"),
+        "groups": groups.items, "reasons": reasons.items, "questions": questions,
+    })
+    data["_traces"] = traces  # for the figures; dropped before the page is written
+    return data
+
+
+def comparison_data(before: str | Path, after: str | Path, require: str = "any",
+                    intersect: bool = False) -> dict[str, Any]:
+    """The comparison page's data: ``compare``'s dict, and every paired question with both traces."""
+    from ..gate import STATUSES, pair_runs
+
+    paired = pair_runs(read_any(before), read_any(after), require=require, intersect=intersect)
+    c = paired.comparison
+    reasons = _Strings()
+    status = {s: i for i, s in enumerate(STATUSES)}
+    questions = []
+    for p in paired.pairs:
+        questions.append({"id": p.query_id, "st": status[p.status],
+                          "crit": list(p.newly_critical),
+                          "a": _side(p.before, p.before_diagnosis, reasons),
+                          "z": _side(p.after, p.after_diagnosis, reasons)})
+    data = _common("compare")
+    data.update({
+        "files": [str(before), str(after)], "require": require, "intersect": intersect,
+        "comparison": c.to_dict(),
+        "right_before": c.both_right + c.broken, "right_after": c.both_right + c.fixed,
+        "both_right": c.both_right, "both_wrong": c.both_wrong,
+        "only_before": len(c.only_before), "only_after": len(c.only_after),
+        "statuses": list(STATUSES), "reasons": reasons.items, "questions": questions,
+    })
+    data["_comparison"] = c
+    return data
