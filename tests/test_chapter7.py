@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragstage import compare, diagnose
-from ragstage.ingest.doctor import doctor_files
 from ragstage.fixtures import fixture_path
 from ragstage.ingest import Label, ingest_openinference, judge_contains
 from ragstage.ingest.demo import (
@@ -38,6 +37,7 @@ from ragstage.ingest.demo import (
     run_demo,
     words,
 )
+from ragstage.ingest.doctor import doctor_files
 from ragstage.ingest.gold import gold_ids
 
 pytest.importorskip("opentelemetry.sdk")
@@ -213,19 +213,10 @@ def test_bigger_chunks_fix_seven_and_break_one(run_dir):
     assert moved["q14"] == ("none", "generation") and moved["q07"] == ("retrieval", "generation")
 
 
-# -- the exercises -----------------------------------------------------------------------------
-def test_exercise_1_lifting_the_budget_moves_assembly_losses_to_generation(run_dir):
-    before, after = traces_of(BASE, run_dir), traces_of(replace(BASE, budget=None), run_dir)
-    assembly = [q for q, b in by_query(before).items() if b == "prompt_assembly"]
-    assert len(assembly) == 2 and all(by_query(after)[q] == "generation" for q in assembly)
-    assert buckets(after)["prompt_assembly"] == 0 and buckets(after)["none"] == 20
-
-
-def test_exercise_2_fewer_chunks_more_retrieval_losses(run_dir):
-    after = buckets(traces_of(replace(BASE, k=2), run_dir))
-    assert after["retrieval"] == 6 and after["prompt_assembly"] == 0 and after["none"] == 20
-
-
+# -- the exercises ---------------------------------------------------------------------------------
+# Each exercise's outcome is declared once, in ragstage/exercises/ch07.py, and checked by
+# tests/test_exercises.py from the chapter's own namespace. What the doctor says about a label
+# without gold (exercise 4's second half) is the doctor's behaviour, tested here.
 def _edited_labels(folder: Path, query_id: str, **change) -> Path:
     out = folder / f"labels-{query_id}.jsonl"
     lines = []
@@ -239,24 +230,24 @@ def _edited_labels(folder: Path, query_id: str, **change) -> Path:
     return out
 
 
-def test_exercise_3_a_document_label_blames_the_model_for_the_budget(run_dir):
-    assert by_query(traces_of(BASE, run_dir))["q12"] == "prompt_assembly"
-    coarse = traces_of(BASE, run_dir, labels=_edited_labels(run_dir, "q12", gold=["1033"]))
-    assert by_query(coarse)["q12"] == "generation"
-
-
-def test_exercise_4_no_gold_is_label_missing_and_blocks_the_doctor(run_dir):
+def test_a_label_without_gold_blocks_the_doctor(run_dir):
     labels = _edited_labels(run_dir, "q07")
-    assert by_query(traces_of(BASE, run_dir, labels=labels))["q07"] == "label_missing"
     report = doctor_files([str(_spans(BASE, str(run_dir)))], labels=str(labels), recover_prompt=True,
                           ingest_options={"judge": judge_contains})
     gold = next(f for f in report.fields if f.name == "gold")
     assert report.blocked and report.attributable == 35 and gold.count == 1 and gold.examples == ["q07"]
 
 
-def test_exercise_5_bigger_is_not_monotonically_better(run_dir):
-    c = compare(traces_of(BASE, run_dir), traces_of(replace(BASE, chunk_size=500), run_dir))
-    assert (c.fixed, c.broken) == (5, 1) and c.p_value == pytest.approx(0.21875)
+def test_the_template_checklist_names_every_field_the_doctor_checks():
+    import nbformat
+
+    from ragstage.ingest.doctor import FIELD_CHECKS
+
+    intro = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / "07b_template_your_app.ipynb",
+                          as_version=4).cells[0].source.lower()
+    checklist = intro[intro.index("| field |"):]
+    for check in FIELD_CHECKS:
+        assert check.name.split(".")[-1].replace("_", " ") in checklist.replace("_", " "), check.name
 
 
 def test_unknown_label_query_is_reported(run_dir):
