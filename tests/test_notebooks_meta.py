@@ -4,7 +4,10 @@ Every ``notebooks/*.ipynb``:
 
 * opens with a markdown cell that says what the chapter teaches, how long it takes (a
   "minutes" phrase) and what to edit, and names only files that exist;
-* ends with a markdown cell with the exercises (a heading containing "Exercise");
+* says in its intro what it assumes (prerequisites), 3-5 objectives, and how long it takes to
+  run and to read;
+* closes with its exercises, a summary, 5-10 "check your understanding" questions whose
+  answers are folded in ``<details>``, and ``## References`` as the last cell;
 * has the Colab guard as its first code cell, verbatim (installing the extra the chapter needs,
   if any: ``COLAB_EXTRAS``), and that cell does nothing outside Colab (checked by running it
   through IPython's input transformer with a fake shell);
@@ -90,11 +93,43 @@ def test_first_cell_says_what_when_and_what_to_edit(path):
 
 
 @notebook_params
-def test_last_cell_has_the_exercises(path):
-    last = load(path).cells[-1]
-    assert last.cell_type == "markdown", f"{path.name}: the last cell should be the markdown exercises"
-    assert re.search(r"(?im)^#{1,6}\s+.*\bexercises?\b", last.source), (
-        f"{path.name}: the last cell should have a heading containing 'Exercise'")
+def test_intro_says_what_it_assumes_and_how_long_it_takes_to_run_and_to_read(path):
+    text = load(path).cells[0].source
+    assert re.search(r"(?i)\bprerequisites?\b", text), f"{path.name}: the intro should say what it assumes (Prerequisites)"
+    assert re.search(r"(?i)\bto\s+run\b", text) and re.search(r"(?i)\bto\s+read\b", text), (
+        f"{path.name}: the intro should say how long the chapter takes to run and to read")
+    objectives = re.findall(r"(?m)^\s*(?:\d+\.|[*-])\s+\S", text.split("What you learn", 1)[-1].split("**", 1)[0])
+    assert 3 <= len(objectives) <= 5, f"{path.name}: the intro should list 3-5 objectives, found {len(objectives)}"
+
+
+def _headings(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for i, cell in enumerate(load(path).cells):
+        if cell.cell_type == "markdown":
+            found += [(i, h.strip()) for h in re.findall(r"(?m)^#{1,6}\s+(.*)$", cell.source)]
+    return found
+
+
+@notebook_params
+def test_chapter_closes_with_exercises_summary_questions_and_references(path):
+    """Exercises, then a summary, then 5-10 folded 'check your understanding' answers, then references last."""
+    headings = _headings(path)
+
+    def first(pattern: str) -> int:
+        cells = [i for i, h in headings if re.search(pattern, h, re.I)]
+        assert cells, f"{path.name}: no heading matching {pattern!r}"
+        return cells[-1]
+
+    order = [first(r"\bexercises?\b"), first(r"^summary\b"), first(r"^check your understanding"), first(r"^references$")]
+    assert order == sorted(order), f"{path.name}: exercises, summary, questions and references are out of order"
+    cells = load(path).cells
+    assert order[-1] == len(cells) - 1, f"{path.name}: the references should be the last cell"
+    questions = cells[order[2]].source
+    folds = re.findall(r"<details><summary>Answer</summary>.*?</details>", questions, re.S)
+    numbered = re.findall(r"(?m)^\d+\.\s", questions)
+    assert 5 <= len(folds) <= 10 and len(folds) == len(numbered), (
+        f"{path.name}: {len(numbered)} questions and {len(folds)} folded answers; want 5-10, one fold each")
+    assert all("\n\n" in fold for fold in folds), f"{path.name}: leave a blank line after <summary> so Markdown renders"
 
 
 REPO_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.*-]+)+/?)`")

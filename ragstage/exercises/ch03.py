@@ -39,43 +39,6 @@ EXERCISES = (
     ),
     Exercise(
         id="3.3",
-        title="Fix an eviction",
-        submit="replay(...) of the batch with handbook:leave added to inc-209's prompt",
-        solution=('before = find_case(batch, "inc-209")\n'
-                  'edited = edit_case(batch, "inc-209", prompt=[*before.prompt, "handbook:leave"])\n'
-                  "result = replay(edited)"),
-        expects=(
-            Expect("prompt_assembly", 8, "did the edit reach inc-209's prompt? Replay the edited list, not batch"),
-            Expect("generation", 11, "the evidence now reaches the model: what does inc-209's answer say?"),
-        ),
-    ),
-    Exercise(
-        id="3.4",
-        title="Make the fix honest",
-        submit="compare(batch, edited) with inc-210, inc-211 and inc-212 judged correct in the after run",
-        solution=('edited = edit_case(after, ["inc-210", "inc-211", "inc-212"], correct=True)\n'
-                  "result = compare(batch, edited)"),
-        expects=(
-            Expect("fixed", 5, "edit the after run (after_fix), not the batch, and all three incidents"),
-            Expect("broken", 2, "the edit should not touch the questions the fix broke"),
-            Expect("p_value", 0.453, "the exact McNemar test reads only fixed and broken"),
-        ),
-    ),
-    Exercise(
-        id="3.5",
-        title="A numeric claim without a marker",
-        submit="the diagnosis of inc-231 with the new answer and correct = False",
-        solution=('edited = edit_case(batch, "inc-231", answer="You get 25 days [1]. Part-timers get 12.", '
-                  "correct=False)\n"
-                  'result = diagnose(find_case(edited, "inc-231"))'),
-        expects=(
-            Expect("stage", "generation", "is the evidence in inc-231's prompt? Then the answer is the model's"),
-            Expect("reason", "numeric claim without a citation marker",
-                   "read the answer sentence by sentence: which one states a number and carries no [n]?"),
-        ),
-    ),
-    Exercise(
-        id="3.6",
         title="Judge the supported answer",
         submit="the diagnosis (require=\"all\") of supported-answer with correct = False",
         solution=('edited = edit_case(audit, "supported-answer", correct=False)\n'
@@ -87,7 +50,7 @@ EXERCISES = (
         ),
     ),
     Exercise(
-        id="3.7",
+        id="3.4",
         title="A supported but incomplete answer",
         submit='the diagnosis (require="all") of supported-answer with correct = False and complete = False',
         solution=('edited = edit_case(audit, "supported-answer", correct=False, complete=False)\n'
@@ -97,6 +60,43 @@ EXERCISES = (
                    "an answer that leaves out what the evidence says is the model's omission; set both fields"),
             Expect("reason", "supported by the prompt but incomplete (partial extraction)",
                    "the reason should name the missing part of the answer: is complete False?"),
+        ),
+    ),
+    Exercise(
+        id="3.5",
+        title="Fix an eviction",
+        submit="replay(...) of the batch with handbook:leave added to inc-209's prompt",
+        solution=('before = find_case(batch, "inc-209")\n'
+                  'edited = edit_case(batch, "inc-209", prompt=[*before.prompt, "handbook:leave"])\n'
+                  "result = replay(edited)"),
+        expects=(
+            Expect("prompt_assembly", 8, "did the edit reach inc-209's prompt? Replay the edited list, not batch"),
+            Expect("generation", 11, "the evidence now reaches the model: what does inc-209's answer say?"),
+        ),
+    ),
+    Exercise(
+        id="3.6",
+        title="Make the fix honest",
+        submit="compare(batch, edited) with inc-210, inc-211 and inc-212 judged correct in the after run",
+        solution=('edited = edit_case(after, ["inc-210", "inc-211", "inc-212"], correct=True)\n'
+                  "result = compare(batch, edited)"),
+        expects=(
+            Expect("fixed", 5, "edit the after run (after_fix), not the batch, and all three incidents"),
+            Expect("broken", 2, "the edit should not touch the questions the fix broke"),
+            Expect("p_value", 0.453, "the exact McNemar test reads only fixed and broken"),
+        ),
+    ),
+    Exercise(
+        id="3.7",
+        title="A numeric claim without a marker",
+        submit="the diagnosis of inc-231 with the new answer and correct = False",
+        solution=('edited = edit_case(batch, "inc-231", answer="You get 25 days [1]. Part-timers get 12.", '
+                  "correct=False)\n"
+                  'result = diagnose(find_case(edited, "inc-231"))'),
+        expects=(
+            Expect("stage", "generation", "is the evidence in inc-231's prompt? Then the answer is the model's"),
+            Expect("reason", "numeric claim without a citation marker",
+                   "read the answer sentence by sentence: which one states a number and carries no [n]?"),
         ),
     ),
 )
