@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 # The CPU build of torch on this project's machines; pip takes a local wheel when one exists.
 TORCH  ?= torch==2.13.0
 
-.PHONY: install lab test
+.PHONY: install lab test book
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,3 +29,8 @@ lab: install
 # generates for about 20 minutes on two CPU cores the first time, past nbval's default timeout.
 test: install
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=3600 tests notebooks
+
+# The website: the committed notebooks (not re-executed), the glossary and the README's
+# practitioner sections, into build/book/html (see book/build.py).
+book: install
+	$(BIN)/python book/build.py

@@ -64,6 +64,26 @@ def find_chromium() -> str | None:
     return None
 
 
+def chromium_or_skip() -> str:
+    """Chromium's path, with Playwright importable; else skip the test (locally) or fail it (CI)."""
+    import pytest
+
+    problem = None
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        problem = f"the playwright package is not installed ({exc}); pip install -e '.[dev]'"
+    path = find_chromium()
+    if problem is None and path is None:
+        problem = ("no Chromium at /usr/bin/chromium (or RAGSTAGE_CHROMIUM, or `chromium` on PATH); "
+                   "install Debian's: apt-get install chromium (never `playwright install`)")
+    if problem:
+        if in_ci():
+            pytest.fail(f"CI=true and the browser test cannot run: {problem}. .ci/run installs chromium.")
+        pytest.skip(problem)
+    return path
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

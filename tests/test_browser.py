@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_helpers import CHROMIUM_ARGS, LabServer, find_chromium, in_ci
+from browser_helpers import CHROMIUM_ARGS, LabServer, chromium_or_skip
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER1 = "notebooks/01_five_cases.ipynb"
@@ -110,20 +110,7 @@ def test_make_lab_serves_chapter_1(tmp_path):
 @pytest.fixture(scope="module")
 def chromium() -> str:
     """Path of Chromium, with Playwright importable; skip (locally) or fail (CI) otherwise."""
-    problem = None
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError as exc:
-        problem = f"the playwright package is not installed ({exc}); pip install -e '.[dev]'"
-    path = find_chromium()
-    if problem is None and path is None:
-        problem = ("no Chromium at /usr/bin/chromium (or RAGSTAGE_CHROMIUM, or `chromium` on PATH); "
-                   "install Debian's: apt-get install chromium (never `playwright install`)")
-    if problem:
-        if in_ci():
-            pytest.fail(f"CI=true and the browser test cannot run: {problem}. .ci/run installs chromium.")
-        pytest.skip(problem)
-    return path
+    return chromium_or_skip()
 
 
 def strip_outputs(source: Path, target: Path) -> int:

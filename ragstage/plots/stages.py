@@ -205,7 +205,13 @@ def _funnel_bars(ax: Any, funnel: pd.DataFrame, order: list[str], groups: list[s
                         va="bottom", fontsize="x-small", rotation=90 if len(groups) > 2 else 0)
     _stage_ticks(ax, order)
     ax.set_ylim(0, top * (1.4 if len(groups) > 2 else 1.15))
+    ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_ylabel("questions")
+    from matplotlib.patches import Patch
+
+    ax.legend([Patch(facecolor="white", edgecolor="#555555"), Patch(facecolor="#555555", alpha=0.75)],
+              ["entered the stage", "survived it"], frameon=False, fontsize="small", loc="center left",
+              bbox_to_anchor=(1.01, 0.5))
 
 
 def funnel_counts(funnel: pd.DataFrame, *, title: str | None = None, ax: Any = None) -> Any:
@@ -213,12 +219,12 @@ def funnel_counts(funnel: pd.DataFrame, *, title: str | None = None, ax: Any = N
 
     ``funnel`` is what :func:`ragstage.report.funnel` or :func:`~ragstage.report.funnel_from_counts`
     returns. Each pair is labelled ``"survived of entered"``. Bar containers are labelled
-    ``"<group>: entered"`` and ``"<group>: survived"``.
+    ``"<group>: entered"`` and ``"<group>: survived"``; the group's colour is that of its points
+    in :func:`funnel_plot`.
     """
     order, groups = _funnel_parts(funnel)
     fig, ax = new_axes(ax, (7.5, 3.6))
     _funnel_bars(ax, funnel, order, groups)
-    ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     if title:
         ax.set_title(title)
     return fig
@@ -240,7 +246,6 @@ def funnel_plot(funnel: pd.DataFrame, *, counts: bool = True, title: str | None 
         fig = new_figure((8.5, 6.4))
         rates_ax, counts_ax = fig.subplots(2, 1, sharex=True)
         _funnel_bars(counts_ax, funnel, order, groups)
-        counts_ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     _funnel_rates(rates_ax, funnel, order, groups)
     if len(groups) > 1:
         rates_ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
