@@ -42,7 +42,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 # A chapter that needs an optional extra installs it in the guard; every other chapter installs
 # the bare workbook. Only these exact variants are accepted.
-COLAB_EXTRAS = {"07_your_own_system.ipynb": "frameworks"}
+COLAB_EXTRAS = {"07_your_own_system.ipynb": "frameworks", "07b_template_your_app.ipynb": "frameworks"}
 
 
 def colab_pip_args(path: Path) -> str:
@@ -364,8 +364,8 @@ def test_readme_chapter_rows_are_consistent():
         text, _, stem = notebooks[0]
         if text != stem:
             problems.append(f"link text {text!r} is not the notebook's name {stem!r}")
-        number = re.match(r"(\d+)_", stem)
-        if not number or row[0] != str(int(number.group(1))):
+        number = re.match(r"(\d+)([a-z]?)_", stem)  # a companion notebook: 07b_... is row "7b"
+        if not number or row[0] != f"{int(number.group(1))}{number.group(2)}":
             problems.append(f"row number {row[0]!r} does not match {stem}")
         colab = re.findall(r"\((https://colab\.research\.google\.com/[^)]+)\)", line)
         if colab != [f"https://colab.research.google.com/github/ragstage/ragstage/blob/main/notebooks/{stem}.ipynb"]:

@@ -18,9 +18,16 @@ __all__ = ["report_html", "comparison_html", "write_report", "write_comparison",
 
 
 def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    from .. import plots
+
+    # The page holds the figures; a notebook cell that writes a report must not show them too.
+    with plots.no_display():
+        return _figures(data, plots)
+
+
+def _figures(data: dict[str, Any], plots: Any) -> list[tuple[str, str, str]]:
     import pandas as pd
 
-    from .. import plots
     from .page import figure_svg
 
     figures = []

@@ -2,8 +2,10 @@
 
 The corpus is the invented mini corpus (``fixtures/mini_scifact/corpus.jsonl``, a stand-in,
 not SciFact), split into chunks by LangChain's ``RecursiveCharacterTextSplitter``; the
-retriever is langchain-community's ``BM25Retriever``; the prompt packs the retrieved chunks
-in rank order under a character budget; the model is :func:`extractive_answer`, a **rule**
+retriever is langchain-community's ``BM25Retriever``; an optional reranker (LangChain's
+``ContextualCompressionRetriever`` around :func:`overlap_rerank`, a rule, not a cross-encoder)
+re-orders the retrieved chunks and keeps the best; the prompt packs the chunks in rank order
+under a character budget; the model is :func:`extractive_answer`, a **rule**
 behind LangChain's chat-model interface, not a language model. The questions and their gold
 (a document and a character span, plus a reference answer) are ``fixtures/own_system/labels.jsonl``.
 
@@ -28,7 +30,7 @@ from ..fixtures import fixture_path
 from .gold import Label, read_labels
 
 __all__ = ["DemoSettings", "DemoApp", "MODEL_NAME", "NO_ANSWER", "load_corpus", "load_questions", "chunk_corpus",
-           "chunk_locations", "extractive_answer", "pack_context", "run_demo", "words"]
+           "chunk_locations", "extractive_answer", "overlap_rerank", "pack_context", "run_demo", "words"]
 
 MODEL_NAME = "scripted-extractive (a rule, not an LLM)"
 NO_ANSWER = "The passages do not say."
@@ -47,19 +49,24 @@ def words(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class DemoSettings:
-    """The stages a learner can change. ``budget``: characters of passages the prompt may hold
-    (None: no limit); chunks are packed in rank order and packing stops at the first that does
-    not fit whole, as a token budget does."""
+    """The stages a learner can change. ``k``: chunks the retriever returns. ``rerank_top``:
+    with a number, the reranker re-orders those ``k`` and keeps that many (None: no reranking
+    stage). ``budget``: characters of passages the prompt may hold (None: no limit); chunks are
+    packed in rank order and packing stops at the first that does not fit whole, as a token
+    budget does."""
 
     chunk_size: int = 200
     chunk_overlap: int = 0
     k: int = 6
     budget: int | None = 800
+    rerank_top: int | None = None
 
     @property
     def name(self) -> str:
-        """The pipeline name the traces carry, e.g. ``chunks200-k6-budget800``."""
-        return f"chunks{self.chunk_size}-k{self.k}-budget{self.budget if self.budget is not None else 'none'}"
+        """The pipeline name the traces carry, e.g. ``chunks200-k6-budget800`` (``-rerank4`` with a reranker)."""
+        budget = self.budget if self.budget is not None else "none"
+        rerank = f"-rerank{self.rerank_top}" if self.rerank_top is not None else ""
+        return f"chunks{self.chunk_size}-k{self.k}{rerank}-budget{budget}"
 
 
 def load_corpus() -> list[dict[str, str]]:
@@ -126,8 +133,17 @@ def extractive_answer(question: str, passages: str) -> str:
     return best
 
 
+def overlap_rerank(question: str, passages: list[str], top: int) -> list[int]:
+    """The reranker's rule: the positions of the ``top`` passages sharing the most distinct
+    question words (common words aside), best first; the retriever's order breaks ties."""
+    asked = set(words(question)) - _STOP
+    order = sorted(range(len(passages)), key=lambda i: (-len(asked & set(words(passages[i]))), i))
+    return order[:top]
+
+
 class DemoApp:
-    """BM25Retriever over the chunks → budgeted prompt → the scripted extractive chat model."""
+    """BM25Retriever over the chunks (→ the reranker, when set) → budgeted prompt → the scripted
+    extractive chat model. ``chain`` is the LangChain runnable a request invokes."""
 
     def __init__(self, settings: DemoSettings | None = None) -> None:
         from langchain_community.retrievers import BM25Retriever
@@ -135,7 +151,28 @@ class DemoApp:
         self.settings = settings or DemoSettings()
         self.chunks = chunk_corpus(self.settings.chunk_size, self.settings.chunk_overlap)
         self.retriever = BM25Retriever.from_documents(self.chunks, k=self.settings.k, preprocess_func=words)
-        self._chain = self._build_chain()
+        if self.settings.rerank_top is not None:
+            self.retriever = self._with_reranker(self.retriever, self.settings.rerank_top)
+        self.chain = self._build_chain()
+
+    @staticmethod
+    def _with_reranker(retriever: Any, top: int) -> Any:
+        # LangChain's rerankers (Cohere, cross-encoders, FlashRank) are document compressors
+        # behind a ContextualCompressionRetriever; the instrumentor writes it as a RETRIEVER span
+        # around the BM25 one that returns fewer documents, which the ingest reads as reranking.
+        from langchain_classic.retrievers import ContextualCompressionRetriever
+        from langchain_core.documents import BaseDocumentCompressor
+
+        class WordOverlapReranker(BaseDocumentCompressor):
+            """A document compressor around :func:`overlap_rerank` (a rule, not a cross-encoder)."""
+
+            top_n: int
+
+            def compress_documents(self, documents: Any, query: str, callbacks: Any = None) -> list[Any]:
+                docs = list(documents)
+                return [docs[i] for i in overlap_rerank(query, [d.page_content for d in docs], self.top_n)]
+
+        return ContextualCompressionRetriever(base_compressor=WordOverlapReranker(top_n=top), base_retriever=retriever)
 
     def _build_chain(self) -> Any:
         from langchain_core.language_models.chat_models import SimpleChatModel
@@ -171,8 +208,8 @@ class DemoApp:
 
     def ask(self, query_id: str, question: str) -> str:
         """Answer one question; the query id and pipeline name travel in the spans' metadata."""
-        return self._chain.invoke(question, config={"metadata": {"query_id": query_id,
-                                                                 "pipeline": self.settings.name}})
+        return self.chain.invoke(question, config={"metadata": {"query_id": query_id,
+                                                                "pipeline": self.settings.name}})
 
 
 def run_demo(path: str | Path, settings: DemoSettings | None = None, questions: Iterable[Label] | None = None,
