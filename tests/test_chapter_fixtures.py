@@ -10,7 +10,7 @@ from scipy.stats import binom
 
 from ragstage import Trace, compare, diagnose, mcnemar, normal_interval, replay, wilson
 from ragstage.attribution import GENERATION_KINDS, REASONS, generation_kind
-from ragstage.fixtures import load_json, load_traces
+from ragstage.fixtures import edit_case, find_case, load_json, load_traces
 from ragstage.oracles import correctness, sufficiency
 from ragstage.simulate import STAGES, end_to_end, simulate_pipeline
 from ragstage.stats import interval_coverage
@@ -324,3 +324,17 @@ def test_chapter_1_exercise_6_unlogged_prompt():
     case_e = next(t for t in load_traces("five_cases", "cases.jsonl") if t.query_id == "E")
     assert diagnose(case_e).stage.value == "none"
     assert diagnose(case_e.replace(prompt=None)).stage.value == "not_logged"
+
+
+# -- the one-call edit the exercises use -----------------------------------------------------------
+def test_edit_case_changes_a_copy_and_checks_the_edit():
+    batch = load_traces("incidents", "batch.jsonl")
+    edited = edit_case(batch, ["inc-210", "inc-211"], correct=True)
+    assert [t.query_id for t in edited] == [t.query_id for t in batch]
+    assert find_case(edited, "inc-210").correct is True and find_case(edited, "inc-211").correct is True
+    assert find_case(batch, "inc-210") is batch[[t.query_id for t in batch].index("inc-210")]
+    assert sum(a is not b for a, b in zip(batch, edited)) == 2
+    with pytest.raises(KeyError, match="no case 'inc-999' among 40 traces"):
+        edit_case(batch, "inc-999", correct=True)
+    with pytest.raises(Exception, match="retrieved"):
+        edit_case(batch, "inc-210", retrieved=5)

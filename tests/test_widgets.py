@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragstage import BUCKETS, Stage, Trace, diagnose, read_traces, wilson
+from ragstage.fixtures import load_json, load_traces
 from ragstage.widgets import CaseEditor, IntervalExplorer, css_name, parse_claims, parse_ids
 
 
@@ -222,3 +223,34 @@ def test_scores_label_follows_the_retrieved_list(editor):
     editor.set_case("B", retrieved="d2, d7")
     assert editor.score_labels["B"].value == ""
     assert "ragstage-scores-B" in editor.score_labels["B"]._dom_classes
+
+
+# -- inconsistent edits -------------------------------------------------------------------------
+def test_an_id_no_earlier_stage_passed_on_is_named_in_a_warning(five_cases):
+    corpus = [d["id"] for d in load_json("five_cases", "corpus.json")["documents"]]
+    editor = CaseEditor(five_cases, corpus=corpus)
+    assert all(w.value == "" for w in editor.warnings.values())
+    d = editor.set_case("B", reranked="d1, d9")
+    warning = editor.warnings["B"].value
+    assert "d9" in warning and "never retrieved" in warning and "reranked: d9 not in the corpus" in warning
+    assert editor.messages["B"].value == ""  # a warning, not a rejected input: the trace is diagnosed as typed
+    assert d.stage.value == "reranking"
+    editor.set_case("B", reranked="d2, d1", prompt="d2, d3")
+    warning = editor.warnings["B"].value
+    assert "prompt holds d3, not in reranked" in warning and "corpus" not in warning
+    editor.reset()
+    assert editor.warnings["B"].value == ""
+
+
+def test_without_a_corpus_only_the_stage_order_is_checked(five_cases):
+    editor = CaseEditor(five_cases)
+    editor.set_case("A", reranked="", prompt="d7")
+    warning = editor.warnings["A"].value
+    assert "prompt holds d7, not in reranked" in warning and "corpus" not in warning
+
+
+def test_the_editor_holds_the_not_relevance_cases_too(five_cases):
+    others = load_traces("five_cases", "not_relevance.jsonl")
+    editor = CaseEditor(five_cases + others)
+    assert editor.set_case("G", gold="d3").stage.value == "none"
+    assert editor.warnings["G"].value == ""

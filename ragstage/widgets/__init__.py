@@ -24,6 +24,9 @@ CSS classes (stable, for browser tests and for styling). ``<qid>`` is the case's
                                    bucket name, e.g. ``retrieval``
 ``ragstage-reason-<qid>``          the reason and the numbers (recall, retention, support)
 ``ragstage-message-<qid>``         the input error of the case, empty when there is none
+``ragstage-warning-<qid>``         what makes the current trace inconsistent (an id no
+                                   earlier stage passed on, an id not in the corpus),
+                                   empty when it is consistent
 ``ragstage-scores-<qid>``          the retrieval scores of the current ``retrieved`` list
                                    (empty when the list has no scores)
 ``ragstage-table``                 the bucket table with Wilson intervals

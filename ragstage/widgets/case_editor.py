@@ -25,6 +25,7 @@ from ..attribution import Diagnosis, diagnose
 from ..report import table_from_counts
 from ..trace import Trace, write_traces
 from .case_form import case_inputs, read_case
+from .consistency import inconsistencies
 from .display import show
 from .parsing import INPUT_FIELDS, LIST_FIELDS, TRISTATE, InputField, css_name
 
@@ -101,18 +102,23 @@ class CaseEditor:
     ``cases`` are :class:`~ragstage.trace.Trace` objects (e.g. from
     :func:`ragstage.fixtures.load_traces`); their ``query_id`` values must be distinct.
     ``require`` is passed to :func:`~ragstage.attribution.diagnose`. ``path`` pre-fills the
-    file box that :meth:`save` writes to.
+    file box that :meth:`save` writes to. ``corpus`` (the ids of every document) lets the
+    editor say when an id is not in the corpus; without it, the editor still says when an id
+    appears at a stage that no earlier stage passed on (:mod:`.consistency`).
 
     State for code and tests: :attr:`traces` (the current valid traces),
     :attr:`diagnoses` (``query_id -> Diagnosis``), :attr:`table` (the bucket table with
     Wilson intervals), :attr:`fields` (``query_id -> {field: widget}``), and the label
-    widgets :attr:`stage_labels`, :attr:`reason_labels`, :attr:`messages`,
-    :attr:`score_labels`, :attr:`status`.
+    widgets :attr:`stage_labels`, :attr:`reason_labels`, :attr:`messages` (input errors),
+    :attr:`warnings` (what makes the current trace inconsistent), :attr:`score_labels`,
+    :attr:`status`.
     """
 
-    def __init__(self, cases: Iterable[Trace], require: str = "any", path: str | Path | None = None) -> None:
+    def __init__(self, cases: Iterable[Trace], require: str = "any", path: str | Path | None = None,
+                 corpus: Iterable[str] | None = None) -> None:
         self.original: list[Trace] = _checked_cases(cases, require)
         self.require = require
+        self.corpus: frozenset[str] | None = None if corpus is None else frozenset(corpus)
         self._original: dict[str, Trace] = {t.query_id: t for t in self.original}
         self._current: dict[str, Trace] = dict(self._original)
         self.diagnoses: dict[str, Diagnosis] = {}
@@ -120,6 +126,7 @@ class CaseEditor:
         self.stage_labels: dict[str, W.Label] = {}
         self.reason_labels: dict[str, W.HTML] = {}
         self.messages: dict[str, W.HTML] = {}
+        self.warnings: dict[str, W.HTML] = {}
         self.score_labels: dict[str, W.HTML] = {}
         self.table: pd.DataFrame = pd.DataFrame()
         self._loading = False
@@ -162,6 +169,7 @@ class CaseEditor:
         self.stage_labels[qid] = W.Label(style={"font_weight": "bold"}).add_class(f"ragstage-stage-{css}")
         self.reason_labels[qid] = W.HTML().add_class(f"ragstage-reason-{css}")
         self.messages[qid] = W.HTML().add_class(f"ragstage-message-{css}")
+        self.warnings[qid] = W.HTML().add_class(f"ragstage-warning-{css}")
         self.score_labels[qid] = W.HTML().add_class(f"ragstage-scores-{css}")
 
     def _case_box(self, trace: Trace) -> W.Widget:
@@ -173,7 +181,8 @@ class CaseEditor:
         grid = W.HBox([W.VBox(lists[:3]), W.VBox(lists[3:] + [fields["claims"]])])
         judgment = W.HBox([fields[n] for n in _JUDGMENTS])
         verdict = W.HBox([W.HTML("diagnosis:&nbsp;"), self.stage_labels[qid], self.reason_labels[qid]])
-        return W.VBox(_title_html(trace) + [grid, judgment, self.score_labels[qid], verdict, self.messages[qid]],
+        return W.VBox(_title_html(trace) + [grid, judgment, self.score_labels[qid], verdict, self.messages[qid],
+                                             self.warnings[qid]],
                       layout=W.Layout(border="1px solid #ddd", padding="4px", margin="2px 0")
                       ).add_class(f"ragstage-case-{css_name(qid)}")
 
@@ -199,6 +208,9 @@ class CaseEditor:
         trace = self._current[qid]
         self.score_labels[qid].value = _scores_html(trace)
         d = self.diagnoses[qid] = diagnose(trace, self.require)
+        problems = inconsistencies(trace, self.corpus)
+        self.warnings[qid].value = "<br>".join(
+            _warning(f"inconsistent trace: {p}; the diagnosis reads the trace as typed") for p in problems)
         self.stage_labels[qid].value = d.stage.value
         self.reason_labels[qid].value = _reason_html(d)
 

@@ -1,0 +1,146 @@
+"""The pieces every chapter's exercises are made of, and the one check that reads them.
+
+An :class:`Exercise` holds what the reader is asked to pass to the self-check (``submit``),
+the solution code (run in the chapter's namespace, it leaves its answer in ``result``), and
+the :class:`Expect` items the answer must meet. Each :class:`Expect` pairs an expected value
+with a hint that says where to look when the value is wrong: the hint is all a reader ever
+sees of it, so a self-check never gives the answer away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+__all__ = ["Expect", "Exercise", "CheckResult", "evaluate"]
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Expect:
+    """One thing an exercise's result must show.
+
+    ``what`` names the quantity: an attribute of the result (``"stage"``), a key of a mapping
+    result (``"fixed"``), or ``"value"`` for the result itself. ``get`` reads it instead when
+    the quantity needs a computation (a table's cell, a count). Floats are compared after
+    within half a unit of the last of ``places`` decimals, the precision the chapter prints
+    them at.
+    """
+
+    what: str
+    value: Any
+    hint: str
+    get: Callable[[Any], Any] | None = None
+    places: int = 3
+
+    def read(self, result: Any) -> Any:
+        """The quantity from the reader's result (``_MISSING`` when it is not there)."""
+        if self.get is not None:
+            return self.get(result)
+        if self.what == "value":
+            return result
+        if isinstance(result, Mapping):
+            return result.get(self.what, _MISSING)
+        return getattr(result, self.what, _MISSING)
+
+    def matches(self, got: Any) -> bool:
+        """Whether ``got`` equals the expected value (enums by value, floats rounded)."""
+        return _same(_plain(got), _plain(self.value), self.places)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
+        return value.item()  # a numpy scalar
+    return value
+
+
+def _same(got: Any, want: Any, places: int) -> bool:
+    if isinstance(want, float) or isinstance(got, float):
+        if got is None or want is None or isinstance(got, bool) or isinstance(want, bool):
+            return got is want
+        try:
+            return abs(float(got) - float(want)) <= 0.5 * 10 ** -places + 1e-12  # equal as printed
+        except (TypeError, ValueError):
+            return False
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(_same(g, w, places) for g, w in zip(got, want))
+    return bool(got == want)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of one chapter.
+
+    ``id`` is ``"<chapter>.<n>"``. ``submit`` says in a few words what the reader passes to
+    ``check`` (shown when the result has the wrong shape). ``solution`` is Python run in the
+    chapter's namespace after the chapter's own cells; it binds ``result``, the thing passed
+    to ``check``. It must not change what later exercises start from (edit copies with
+    ``Trace.replace``, reset a widget it edits).
+    """
+
+    id: str
+    title: str
+    submit: str
+    solution: str
+    expects: tuple[Expect, ...]
+    setup: str = ""
+
+    @property
+    def chapter(self) -> int:
+        return int(self.id.split(".")[0])
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a self-check found: ``ok``, and for each wrong item, where to look."""
+
+    exercise: str
+    ok: bool
+    problems: tuple[str, ...] = field(default=())
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"Exercise {self.exercise}: right."
+        lines = [f"Exercise {self.exercise}: not yet."]
+        lines += [f"  - {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython shows str, not the dataclass
+        printer.text(str(self))
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def evaluate(exercise: Exercise, result: Any) -> CheckResult:
+    """Compare ``result`` with every expectation of ``exercise``; hints only, never values."""
+    problems = []
+    for expect in exercise.expects:
+        try:
+            got = expect.read(result)
+        except Exception as error:  # a result of the wrong shape: say what to pass instead
+            problems.append(f"could not read {expect.what} from your result "
+                            f"({type(error).__name__}: {error}); pass {exercise.submit}")
+            continue
+        if got is _MISSING:
+            problems.append(f"your result ({type(result).__name__}) has no {expect.what}; pass {exercise.submit}")
+        elif not expect.matches(got):
+            problems.append(f"{expect.what} is {_show(got)}: {expect.hint}")
+    return CheckResult(exercise.id, not problems, tuple(problems))
+
+
+def _show(value: Any) -> str:
+    """The reader's own value, printed the way the chapter prints it."""
+    value = _plain(value)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return repr(value)

@@ -1,0 +1,58 @@
+"""Run a chapter notebook's code cells into one namespace, the way a reader's kernel holds them.
+
+The exercises are run from here: after every code cell of the chapter has run (magics
+included, through IPython), an exercise's solution runs in the same namespace, so a name the
+chapter never defines or imports fails the test exactly as it fails a reader (the ``holm``
+that chapter 2 once forgot to import).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def _shell() -> InteractiveShell:
+    """A fresh IPython shell (one per chapter, so no name leaks from one chapter to the next)."""
+    if InteractiveShell.initialized():
+        InteractiveShell.clear_instance()
+    return InteractiveShell.instance()
+
+
+def run_chapter(name: str, workdir: Path) -> dict[str, Any]:
+    """Every code cell of ``notebooks/<name>``, in order, from ``workdir``; the user namespace.
+
+    A cell that raises fails with the cell's number and first line. Output is captured and
+    thrown away: the chapter's own outputs are nbval's business.
+    """
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    shell = _shell()
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        for number, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            with capture_output(display=True):
+                outcome = shell.run_cell(cell.source, store_history=False)
+            if not outcome.success:
+                error = outcome.error_in_exec or outcome.error_before_exec
+                head = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+                raise AssertionError(f"{name}: code cell {number + 1} ({head!r}) raised {error!r}")
+    finally:
+        os.chdir(here)
+    return shell.user_ns
+
+
+def run_solution(namespace: dict[str, Any], solution: str, label: str) -> Any:
+    """Run one solution in the chapter's namespace, as a reader's new cell would; its ``result``."""
+    namespace.pop("result", None)
+    exec(compile(solution, f"<solution {label}>", "exec"), namespace)
+    if "result" not in namespace:
+        raise AssertionError(f"solution {label} does not bind `result`")
+    return namespace["result"]
