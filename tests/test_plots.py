@@ -17,10 +17,13 @@ from ragstage.plots import (
     BUCKET_COLOURS,
     STAGE_LABELS,
     coverage_plot,
+    funnel_counts,
     funnel_plot,
     interval_plot,
     interval_rows,
+    lost_bars,
     stage_bars,
+    stage_shares,
 )
 from ragstage.stats import interval_coverage
 
@@ -30,44 +33,56 @@ COUNTS = {
 }
 
 
-def bars(fig: Figure) -> dict[str, list[float]]:
-    ax = fig.axes[0]
-    return {c.get_label(): [p.get_width() for p in c.patches] for c in ax.containers}
-
-
 def test_every_bucket_has_a_colour_and_a_label():
     assert set(BUCKET_COLOURS) == set(BUCKETS) == set(STAGE_LABELS)
     assert len(set(BUCKET_COLOURS.values())) == len(BUCKETS)
 
 
-def test_stage_bars_stack_shares_in_walk_order():
+def widths(ax) -> list[float]:
+    return [p.get_width() for p in ax.containers[0].patches]
+
+
+def whiskers(ax) -> list[tuple[float, float]]:
+    segments = ax.containers[1].lines[2][0].get_segments()
+    return [(seg[0][0], seg[1][0]) for seg in segments]
+
+
+def test_stage_bars_show_each_share_with_its_wilson_interval():
     fig = stage_bars(table_from_counts(COUNTS))
     assert isinstance(fig, Figure)
-    got = bars(fig)
-    assert list(got) == ["retrieval", "reranking", "prompt_assembly", "generation", "none"]
-    assert got["none"] == pytest.approx([99 / 300, 107 / 300])
-    assert got["retrieval"] == pytest.approx([0.1, 22 / 300])
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["BM25 (n=300)", "MiniLM + reranker (n=300)"]
-    # each segment starts where the previous one ended; each bar sums to one
-    lefts = [c.patches[0].get_x() for c in ax.containers]
-    assert lefts[1] == pytest.approx(0.1)
-    ends = [c.patches[0].get_x() + c.patches[0].get_width() for c in ax.containers]
-    assert ends[-1] == pytest.approx(1.0)
-    colours = [matplotlib.colors.to_hex(c.patches[0].get_facecolor()) for c in ax.containers]
-    assert colours == [BUCKET_COLOURS[s] for s in got]
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[0] == STAGE_LABELS["retrieval"]
+    bm25, minilm = fig.axes[:2]
+    assert [t.get_text() for t in bm25.get_yticklabels()] == [STAGE_LABELS[s] for s in
+                                                              ["retrieval", "reranking", "prompt_assembly",
+                                                               "generation", "none"]]
+    assert widths(bm25) == pytest.approx([30 / 300, 20 / 300, 40 / 300, 111 / 300, 99 / 300])
+    assert widths(minilm)[-1] == pytest.approx(107 / 300)
+    assert whiskers(bm25)[0] == pytest.approx(wilson(30, 300))
+    assert whiskers(minilm)[3] == pytest.approx(wilson(100, 300))
+    assert bm25.get_title() == "BM25 (n=300)"
+    assert minilm.containers[1].get_label() == "MiniLM + reranker Wilson 95%"
+    assert "111/300" in [t.get_text() for t in bm25.texts]
+    colours = [matplotlib.colors.to_hex(p.get_facecolor()) for p in bm25.containers[0].patches]
+    assert colours[0] == BUCKET_COLOURS["retrieval"] and colours[-1] == BUCKET_COLOURS["none"]
 
 
-def test_stage_bars_counts_vertical_and_group_order():
-    fig = stage_bars(table_from_counts(COUNTS), value="count", horizontal=False,
-                     groups=["MiniLM + reranker", "BM25"], show_n=False, title="t")
-    ax = fig.axes[0]
-    heights = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
-    assert heights["none"] == [107, 99]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["MiniLM + reranker", "BM25"]
-    assert ax.get_title() == "t"
+def test_five_cases_read_as_five_wide_intervals():
+    counts = {"hand": {s: 1 for s in ["retrieval", "reranking", "prompt_assembly", "generation", "none"]}}
+    ax = stage_bars(table_from_counts(counts)).axes[0]
+    assert whiskers(ax) == [pytest.approx(wilson(1, 5))] * 5
+    assert wilson(1, 5)[1] > 0.6  # one case in five says the share is anywhere up to 62%
+
+
+def test_stage_bars_counts_group_order_and_missing_buckets():
+    counts = {"a": {"retrieval": 3, "none": 7}, "b": {"none": 4}}
+    fig = stage_bars(table_from_counts(counts), value="count", groups=["b", "a"], show_n=False, title="t")
+    b, a = fig.axes[:2]
+    assert b.get_title() == "b" and a.get_title() == "a"
+    assert widths(b) == [0, 4] and widths(a) == [3, 7]
+    assert whiskers(a)[0] == pytest.approx(tuple(10 * x for x in wilson(3, 10)))
+    assert fig.get_suptitle() == "t"
+    shares = stage_shares(table_from_counts(counts))
+    assert shares[shares.group == "b"][["stage", "count", "n"]].values.tolist() == [["retrieval", 0, 4],
+                                                                                    ["none", 4, 4]]
 
 
 def test_stage_bars_rejects_bad_input():
@@ -77,29 +92,62 @@ def test_stage_bars_rejects_bad_input():
         stage_bars(pd.DataFrame({"group": ["a"]}))
     with pytest.raises(ValueError):
         stage_bars(table_from_counts(COUNTS), groups=["nope"])
+    with pytest.raises(ValueError, match="one group"):
+        stage_bars(table_from_counts(COUNTS), ax=Figure().add_subplot())
 
 
-def test_stage_bars_draws_into_a_given_axes():
+def test_stage_bars_draws_one_group_into_a_given_axes():
     fig = Figure()
     ax = fig.add_subplot()
-    assert stage_bars(table_from_counts(COUNTS), ax=ax) is fig
+    assert stage_bars(table_from_counts(COUNTS), groups=["BM25"], ax=ax) is fig
+    assert widths(ax)[0] == pytest.approx(0.1)
 
 
-def test_funnel_plot_points_and_whiskers():
+def test_many_panels_wrap_three_to_a_row():
+    counts = {f"g{i}": {"none": i + 1} for i in range(5)}
+    fig = stage_bars(table_from_counts(counts))
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 5 and len(fig.axes) == 6
+
+
+def test_lost_bars_stack_only_the_lost_questions():
+    fig = lost_bars(table_from_counts(COUNTS))
+    ax = fig.axes[0]
+    got = {c.get_label(): [p.get_width() for p in c.patches] for c in ax.containers}
+    assert list(got) == ["retrieval", "reranking", "prompt_assembly", "generation"]
+    assert got["generation"] == [111, 100]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["BM25\n201 of 300 lost",
+                                                            "MiniLM + reranker\n193 of 300 lost"]
+    assert "111" in [t.get_text() for t in ax.texts]
+
+
+def test_funnel_plot_rates_and_counts():
     f = funnel_from_counts(COUNTS)
     fig = funnel_plot(f)
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["retrieval", "reranking", "prompt\nassembly",
-                                                            "generation"]
-    series = [c for c in ax.containers]
+    rates, counts = fig.axes[:2]
+    assert [t.get_text() for t in counts.get_xticklabels()] == ["retrieval", "reranking", "prompt\nassembly",
+                                                               "generation"]
+    series = [c for c in rates.containers]
     assert len(series) == 2
-    ys = series[1].lines[0].get_ydata()
-    want = f[f["group"] == "MiniLM + reranker"]["rate"].to_numpy()
-    assert np.allclose(ys, want)
-    notes = [t.get_text() for t in ax.texts]
-    assert "107/207" in notes
+    want = f[f["group"] == "MiniLM + reranker"]
+    assert np.allclose(series[1].lines[0].get_ydata(), want["rate"].to_numpy())
+    assert "107/207" in [t.get_text() for t in rates.texts]
+    bars = {c.get_label(): [p.get_height() for p in c.patches] for c in counts.containers}
+    assert bars["MiniLM + reranker: entered"] == want["entered"].tolist()
+    assert bars["MiniLM + reranker: survived"] == want["survived"].tolist()
+    assert bars["BM25: entered"][0] == 300
+    assert "107 of 207" in [t.get_text() for t in counts.texts]
+    assert len(funnel_plot(f, counts=False).axes) == 1
     with pytest.raises(ValueError):
         funnel_plot(pd.DataFrame({"group": []}))
+
+
+def test_funnel_counts_alone():
+    f = funnel_from_counts({"x": {"retrieval": 2, "generation": 1, "none": 7}})
+    ax = funnel_counts(f, title="t").axes[0]
+    bars = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    assert bars == {"x: entered": [10, 8, 8, 8], "x: survived": [8, 8, 8, 7]}
+    assert ax.get_title() == "t"
 
 
 def test_interval_rows_accepts_three_shapes():

@@ -95,10 +95,11 @@ class IntervalExplorer:
         self._draw()
 
     def _draw(self) -> None:
-        from ..plots import interval_plot
+        from ..plots import interval_plot, no_display
 
-        self.figure = interval_plot({f"{self.k} of {self.n}": (self.k, self.n)}, normal=True,
-                                    title="95% intervals")
+        with no_display():  # shown inside the widget's Output, not again below the cell
+            self.figure = interval_plot({f"{self.k} of {self.n}": (self.k, self.n)}, normal=True,
+                                        title="95% intervals")
         # Set the Output widget's content directly (a display_data message, as the front end
         # would store it) instead of capturing display() calls: this needs no running kernel,
         # works the same in JupyterLab, Colab and tests, and keeps executed notebooks small.
