@@ -1,4 +1,4 @@
-"""Each chapter's Colab install cell installs every third-party package the chapter reaches.
+"""Each chapter's Colab install cell installs every third-party package the chapter needs.
 
 A Colab runtime promises nothing: a chapter whose install cell names ``ragstage`` alone but
 whose run cell imports ``rank_bm25`` stops at that cell. So for every chapter this test
@@ -6,13 +6,15 @@ whose run cell imports ``rank_bm25`` stops at that cell. So for every chapter th
 1. reads the extras the install cell names (``%pip install "ragstage[pipeline] @ ..."``);
 2. computes what that install brings: the base dependencies and those extras from
    ``pyproject.toml``, closed over the installed packages' own requirements;
-3. runs the chapter's offline path (every code cell, through IPython, in a fresh
-   subprocess) and lists the modules it imported;
-4. fails naming every imported module whose distribution the install does not bring.
+3. runs the chapter's offline path (every code cell, through IPython, in a fresh interpreter)
+   with every other installed module blocked, as in a runtime holding exactly that install;
+4. fails when a cell raises, naming the blocked imports and the extras that would bring them.
 
-Two things are allowed beyond the install cell: the ``offline-models`` extra, which stands
-in for the model hub (in Colab the chapter uses the hub models; a Colab reader who switches
-to the stand-ins installs that extra, as the settings cell says), and the standard library.
+An optional import that a library survives (pandas trying pyarrow) is blocked too, and does
+not fail the chapter, as it would not in Colab. One extra is allowed beyond the install cell:
+``offline-models``, which stands in for the model hub (in Colab the chapter uses the hub
+models; a Colab reader who switches to the stand-ins installs that extra, as the settings
+cell says).
 """
 
 from __future__ import annotations
@@ -37,20 +39,42 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 INSTALL = re.compile(r"""%pip install[^\n]*["']ragstage(?:\[([\w,\s-]+)\])?\s*@""")
 HUB_STAND_INS = "offline-models"
 
-# The modules a chapter imported, printed by a fresh interpreter after running its code cells.
+# Runs a chapter's code cells with every module outside its install blocked, as in a runtime
+# holding exactly what the install cell installed; writes the blocked import attempts.
 RUNNER = r"""
-import json, os, sys
+import json, sys
+
+job = json.load(open(sys.argv[1]))
+blocked, tried = set(job["blocked"]), set()
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in blocked:
+            tried.add(top)
+            raise ModuleNotFoundError(f"No module named {name!r} (not installed by the install cell)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-cells, out = json.load(open(sys.argv[1])), sys.argv[2]
-shell = InteractiveShell.instance()
-for number, source in enumerate(cells, 1):
+
+class Shell(InteractiveShell):
+    def enable_gui(self, gui=None):  # %matplotlib inline: no GUI event loop to start
+        return None
+
+
+shell, error = Shell.instance(), None
+for number, source in enumerate(job["cells"], 1):
     with capture_output(display=True):
         outcome = shell.run_cell(source, store_history=False)
     if not outcome.success:
-        raise SystemExit(f"code cell {number} raised {outcome.error_in_exec or outcome.error_before_exec!r}")
-json.dump(sorted({name.split(".")[0] for name in sys.modules}), open(out, "w"))
+        error = f"code cell {number} raised {outcome.error_in_exec or outcome.error_before_exec!r}"
+        break
+json.dump({"error": error, "tried": sorted(tried)}, open(job["out"], "w"))
 """
 
 
@@ -115,22 +139,29 @@ def _module_owners() -> dict[str, set[str]]:
     return {module: {canonicalize_name(d) for d in dists} for module, dists in metadata.packages_distributions().items()}
 
 
-def uncovered(modules: list[str], brought: set[str]) -> dict[str, set[str]]:
-    """Imported third-party modules none of whose distributions is in ``brought``."""
-    owners, stdlib = _module_owners(), set(sys.stdlib_module_names) | set(sys.builtin_module_names)
-    return {m: owners[m] for m in modules if m not in stdlib and m in owners and not owners[m] & brought}
+def not_brought(brought: set[str]) -> set[str]:
+    """Top-level modules of installed distributions none of which is in ``brought`` (stdlib excluded)."""
+    stdlib = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    return {m for m, owners in _module_owners().items() if m not in stdlib and not owners & brought}
 
 
-def modules_reached(path: Path, tmp_path: Path) -> list[str]:
-    """Run every code cell of the chapter in a fresh interpreter (from a copy of its folder's place)."""
+def run_with_only(path: Path, brought: set[str], tmp_path: Path) -> dict:
+    """Run every code cell of the chapter in a fresh interpreter that can import only ``brought``."""
     cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    (tmp_path / "cells.json").write_text(json.dumps(cells), encoding="utf-8")
-    out = tmp_path / "modules.json"
+    job = {"cells": cells, "blocked": sorted(not_brought(brought)), "out": str(tmp_path / "outcome.json")}
+    (tmp_path / "job.json").write_text(json.dumps(job), encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(tmp_path / "cells.json"), str(out)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(tmp_path / "job.json")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, f"{path.name}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-    return json.loads(out.read_text(encoding="utf-8"))
+    return json.loads((tmp_path / "outcome.json").read_text(encoding="utf-8"))
+
+
+def extras_bringing(modules: list[str]) -> list[str]:
+    """The extras of pyproject.toml whose own requirements include a distribution of ``modules``."""
+    owners = set().union(*(_module_owners().get(m, set()) for m in modules)) if modules else set()
+    return sorted(extra for extra, reqs in _pyproject()["optional-dependencies"].items()
+                  if any(canonicalize_name(Requirement(r).name) in owners for r in reqs))
 
 
 # -- the pieces, on known inputs -----------------------------------------------------------------
@@ -158,23 +189,35 @@ def test_self_referencing_extras_are_expanded():
     assert "opentelemetry-sdk" in installed_by(frozenset({"frameworks"}))
 
 
-def test_an_uncovered_module_is_named():
-    base = installed_by(frozenset())
-    assert uncovered(["numpy", "json", "rank_bm25"], base) == {"rank_bm25": {"rank-bm25"}}
-    assert uncovered(["numpy", "json", "rank_bm25"], installed_by(frozenset({"pipeline"}))) == {}
+def test_what_the_base_install_blocks():
+    blocked = not_brought(installed_by(frozenset()))
+    assert {"rank_bm25", "transformers", "sentence_transformers", "torch"} <= blocked
+    assert not {"numpy", "pandas", "ipywidgets", "IPython", "json", "ragstage"} & blocked
+    assert "rank_bm25" not in not_brought(installed_by(frozenset({"pipeline"})))
+    assert extras_bringing(["rank_bm25"]) == ["frameworks", "pipeline"]
+
+
+def test_a_blocked_import_fails_the_run_and_an_optional_one_does_not(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame({'a': [1]})"),  # pandas tries pyarrow
+        nbformat.v4.new_code_cell("import rank_bm25")])
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    outcome = run_with_only(path, installed_by(frozenset()), tmp_path)
+    assert "code cell 2" in outcome["error"] and "rank_bm25" in outcome["error"]
+    assert "rank_bm25" in outcome["tried"]
+    assert run_with_only(path, installed_by(frozenset({"pipeline"})), tmp_path)["error"] is None
 
 
 # -- every chapter ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_install_cell_covers_every_module_the_chapter_reaches(path, tmp_path):
+def test_chapter_runs_with_only_what_its_install_cell_installs(path, tmp_path):
     extras = install_extras(path)
     brought = installed_by(frozenset(extras | {HUB_STAND_INS}))
-    # the chapter runs from notebooks/ in a reader's checkout: give it that folder's place
-    work = tmp_path / "notebooks"
+    work = tmp_path / "notebooks"  # the chapter runs from notebooks/ in a reader's checkout
     work.mkdir()
-    missing = uncovered(modules_reached(path, work), brought)
-    needed = sorted({extra for extra, reqs in _pyproject()["optional-dependencies"].items()
-                     if any(canonicalize_name(Requirement(r).name) in set().union(*missing.values())
-                            for r in reqs if not r.startswith("ragstage"))})
-    assert not missing, (f"{path.name} installs ragstage{sorted(extras) or ''} in Colab but imports "
-                         f"{ {m: sorted(d) for m, d in missing.items()} }; extras that bring them: {needed}")
+    outcome = run_with_only(path, brought, work)
+    assert outcome["error"] is None, (
+        f"{path.name} installs ragstage{sorted(extras) or ''} in Colab; with only that installed, "
+        f"{outcome['error']}. Imports it tried that the install does not bring: {outcome['tried']}; "
+        f"extras that bring them: {extras_bringing(outcome['tried'])}")
