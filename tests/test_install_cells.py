@@ -24,7 +24,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -88,13 +87,15 @@ def install_extras(path: Path) -> set[str]:
 
 @cache
 def _pyproject() -> dict:
+    import tomllib  # Python 3.11+, like the test of the extras in test_notebooks_meta.py
+
     return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
 def _requirements(extras: frozenset[str]) -> list[Requirement]:
     """ragstage's base requirements plus those of ``extras``, with ``ragstage[...]`` expanded."""
-    project, optional = _pyproject(), {canonicalize_name(k): v for k, v in _pyproject()["optional-dependencies"].items()}
-    found = [Requirement(r) for r in project["dependencies"]]
+    optional = {canonicalize_name(k): v for k, v in _pyproject()["optional-dependencies"].items()}
+    found = [Requirement(r) for r in _pyproject()["dependencies"]]
     todo, seen = list(extras), set()
     while todo:
         extra = todo.pop()
@@ -136,7 +137,8 @@ def installed_by(extras: frozenset[str]) -> set[str]:
 
 @cache
 def _module_owners() -> dict[str, set[str]]:
-    return {module: {canonicalize_name(d) for d in dists} for module, dists in metadata.packages_distributions().items()}
+    owners = metadata.packages_distributions()
+    return {module: {canonicalize_name(d) for d in dists} for module, dists in owners.items()}
 
 
 def not_brought(brought: set[str]) -> set[str]:

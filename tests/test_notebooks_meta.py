@@ -4,7 +4,8 @@ Every ``notebooks/*.ipynb``:
 
 * opens with a markdown cell that says what the chapter teaches, how long it takes (a
   "minutes" phrase) and what to edit, and names only files that exist;
-* ends with a markdown cell with the exercises (a heading containing "Exercise");
+* has a markdown cell with the exercises (a heading containing "Exercise") and ends with
+  ``## References``;
 * has the Colab guard as its first code cell, verbatim (installing the extra the chapter needs,
   if any: ``COLAB_EXTRAS``), and that cell does nothing outside Colab (checked by running it
   through IPython's input transformer with a fake shell);
@@ -39,7 +40,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 # A chapter that needs an optional extra installs it in the guard; every other chapter installs
 # the bare workbook. Only these exact variants are accepted.
-COLAB_EXTRAS = {"07_your_own_system.ipynb": "frameworks"}
+COLAB_EXTRAS = {"05_scifact_run.ipynb": "pipeline", "07_your_own_system.ipynb": "frameworks"}
 
 
 def colab_pip_args(path: Path) -> str:
@@ -90,11 +91,13 @@ def test_first_cell_says_what_when_and_what_to_edit(path):
 
 
 @notebook_params
-def test_last_cell_has_the_exercises(path):
-    last = load(path).cells[-1]
-    assert last.cell_type == "markdown", f"{path.name}: the last cell should be the markdown exercises"
-    assert re.search(r"(?im)^#{1,6}\s+.*\bexercises?\b", last.source), (
-        f"{path.name}: the last cell should have a heading containing 'Exercise'")
+def test_exercises_come_before_the_references_that_end_the_chapter(path):
+    cells = load(path).cells
+    last = cells[-1]
+    assert last.cell_type == "markdown" and re.match(r"##\s+References\b", last.source), (
+        f"{path.name}: the last cell should be the markdown '## References'")
+    assert any(c.cell_type == "markdown" and re.search(r"(?im)^#{1,6}\s+.*\bexercises?\b", c.source)
+               for c in cells[:-1]), f"{path.name}: no markdown cell has a heading containing 'Exercise'"
 
 
 REPO_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.*-]+)+/?)`")

@@ -36,7 +36,8 @@ EXERCISES = (
         submit="budget_change, the comparison of BM25 at the chapter's budget with BM25 at the new one",
         solution=('bm25_only = Pipeline(make_retriever("bm25", data.corpus, models.embedder), NoReranker(),\n'
                   "                     models.generator, budget=2048)\n"
-                  'roomier = bm25_only.run(data.queries, data.qrels, folder_for(f"{RUN_FOLDER}-exercise", "bm25-budget-2048"),\n'
+                  'roomier = bm25_only.run(data.queries, data.qrels,\n'
+                  '                        folder_for(f"{RUN_FOLDER}-exercise", "bm25-budget-2048"),\n'
                   '                        data_info={"source": data.source, **data.meta})\n'
                   'budget_change = compare(read_traces(results["bm25", False].traces), read_traces(roomier.traces))\n'
                   "result = budget_change"),
@@ -58,7 +59,8 @@ EXERCISES = (
         solution=("fused = Pipeline(make_retriever('dense', data.corpus, models.embedder), models.reranker,\n"
                   "                 models.generator, budget=BUDGET, prompt_top=1)\n"
                   "stages = fused.stages(data.queries)\n"
-                  "in_prompt = {qid: bool(set(data.qrels[qid]) & set(stages.prompts[qid].ids)) for qid in data.queries}\n"
+                  "in_prompt = {qid: bool(set(data.qrels[qid]) & set(stages.prompts[qid].ids))\n"
+                  "             for qid in data.queries}\n"
                   "result = {'top': 1, 'lost': sorted((q for q in full if full[q] and not in_prompt[q]), key=int)}"),
         expects=(
             Expect("top", 1, "go down until assembly may use only the single best-ranked abstract"),
