@@ -127,7 +127,7 @@ EXERCISES = (
                   "width_ratio = (bigger.high - bigger.low).mean() / (oracles.high - oracles.low).mean()\n"
                   "result = {'n': int(bigger.n.max()), 'width_ratio': width_ratio}"),
         expects=(
-            Expect("n", 4000, "pass n=4000 to measure_table"),
+            Expect("n", 4000, "pass four times the chapter's N as n to measure_table"),
             Expect("width_ratio", 0.5,
                    "four times the questions: how does a Wilson interval's width scale with n?", places=1),
         ),

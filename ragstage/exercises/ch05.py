@@ -33,13 +33,13 @@ EXERCISES = (
     Exercise(
         id="5.1",
         title="More room in the prompt",
-        submit="budget_change, the comparison of BM25 at the chapter's budget with BM25 at the new one",
-        solution=('bm25_only = Pipeline(make_retriever("bm25", data.corpus, models.embedder), NoReranker(),\n'
-                  "                     models.generator, budget=2048)\n"
-                  'roomier = bm25_only.run(data.queries, data.qrels,\n'
-                  '                        folder_for(f"{RUN_FOLDER}-exercise", "bm25-budget-2048"),\n'
-                  '                        data_info={"source": data.source, **data.meta})\n'
-                  'budget_change = compare(read_traces(results["bm25", False].traces), read_traces(roomier.traces))\n'
+        submit="budget_change, the comparison of MiniLM at the chapter's budget with MiniLM at the new one",
+        solution=('minilm_only = Pipeline(make_retriever("dense", data.corpus, models.embedder), NoReranker(),\n'
+                  "                       models.generator, budget=2048)\n"
+                  'roomier = minilm_only.run(data.queries, data.qrels,\n'
+                  '                          folder_for(f"{RUN_FOLDER}-exercise", "minilm-budget-2048"),\n'
+                  '                          data_info={"source": data.source, **data.meta})\n'
+                  'budget_change = compare(read_traces(results["dense", False].traces), read_traces(roomier.traces))\n'
                   "result = budget_change"),
         expects=(
             Expect("claims moved from prompt_assembly to generation",
