@@ -32,8 +32,8 @@ def timed(cmd: list[str], label: str) -> dict:
 
 
 def show(rows: list[dict], reference: str | None = None) -> None:
-    ref = next((r["wall"] for r in rows if r["label"] == reference), None)
-    print(f"{'what':44} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}" + ("  wall / " + reference if ref else ""))
+    ref = next((r for r in rows if r["label"] == reference), None)
+    print(f"{'what':44} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}" + ("  wall, cpu / " + reference if ref else ""))
     for r in rows:
-        ratio = f"  {r['wall'] / ref:.2f}x" if ref else ""
+        ratio = f"  {r['wall'] / ref['wall']:.2f}x  {r['cpu'] / ref['cpu']:.2f}x" if ref else ""
         print(f"{r['label']:44} {r['wall']:8.2f} {r['cpu']:8.2f} {r['peak_mb']:8.0f}{ratio}")

@@ -38,6 +38,7 @@ __all__ = [
     "SEVERITY",
     "GENERATION_KINDS",
     "Diagnosis",
+    "check_require",
     "survives",
     "diagnose",
     "diagnose_record",
@@ -47,7 +48,9 @@ __all__ = [
 
 
 class Stage(str, Enum):
-    """The outcome buckets, in the order the walk checks them (also the report order)."""
+    """The outcome buckets, in the report's order: the outcomes decided before the evidence
+    is followed (a service failure, no gold label, an unanswerable question), the stages in
+    the order the evidence travels, then the outcomes at its end (right, unjudged, not logged)."""
 
     ENDPOINT_UNAVAILABLE = "endpoint_unavailable"
     LABEL_MISSING = "label_missing"
@@ -71,8 +74,20 @@ BUCKETS: tuple[str, ...] = tuple(s.value for s in Stage)
 #: The buckets that count as a right outcome in a paired comparison.
 RIGHT: frozenset[str] = frozenset({Stage.NONE.value, Stage.CORRECT_REFUSAL.value})
 
-#: The reasons a `generation` diagnosis can carry, most specific first.
-REASONS = {
+#: Every reason a diagnosis gives, by code, in the order the walk reaches them; a
+#: ``generation`` diagnosis carries one of ``refused`` to ``wrong``, most specific first. The
+#: one reason not listed is ``service_failure``, whose text names the failing stage and its message.
+REASONS: dict[str, str] = {
+    "declined_unanswerable": "unanswerable, and the answer declined",
+    "not_declined": "unanswerable, but the answer did not decline",
+    "no_gold": "answerable, but no gold evidence is labelled",
+    "query_judged_wrong": "the rewritten query or its filters were judged wrong",
+    "not_retrieved": "gold evidence not among the retrieved candidates",
+    "reranker_cut": "retrieved, then dropped by the reranker's cut",
+    "prompt_not_logged": ("survived every logged stage, but the prompt ids were not logged: "
+                          "the stage that lost or kept it cannot be named"),
+    "truncated": "truncated: only part of the gold passage's text reached the prompt",
+    "not_in_prompt": "survived ranking, but its text never reached the prompt",
     "refused": "refused despite evidence in the prompt",
     "cited_outside": "cited an id not in the prompt",
     "unsupported": "unsupported claims",
@@ -81,15 +96,21 @@ REASONS = {
     "numeric_unmarked": "numeric claim without a citation marker",
     "gold_named_wrong": "named a gold passage but was judged wrong",
     "wrong": "wrong answer despite evidence in the prompt",
+    "supported_but_wrong": ("judged wrong although every claim is supported by the prompt: "
+                            "check the source's version and the gold label"),
+    "claims_supported": "every claim was supported by the prompt; correctness was not judged",
+    "not_judged": "evidence reached the prompt, but nothing judges the answer",
+    "correct_by_label": "answered correctly (judged by the 'correct' label)",
+    "correct_by_ids": "answered correctly (judged by answer_ids against gold)",
 }
 
 #: The flags recorded on every answer, right or wrong.
 FLAGS: tuple[str, ...] = ("fabricated_citation", "numeric_unmarked")
 
-#: Seed 004's severity: what happens to the user when it fires. critical: a confidently
-#: wrong answer is served, or a citation is fabricated; high: a common path returns wrong
-#: or missing information; medium: quality degrades but the answer is still usable.
-#: Buckets that are not failures (right, unjudged, unlabelled, unlogged) have none.
+#: Severity, as *Diagnosing RAG Failure Modes* grades it: what happens to the user when it
+#: fires. critical: a confidently wrong answer is served, or a citation is fabricated; high: a
+#: common path returns wrong or missing information; medium: quality degrades but the answer
+#: is still usable. Buckets that are not failures (right, unjudged, unlabelled, unlogged) have none.
 SEVERITY: dict[str, str] = {
     "fabricated_citation": "critical",
     "missing_refusal": "critical",
@@ -104,15 +125,16 @@ SEVERITY: dict[str, str] = {
 }
 _SEVERITY_ORDER = ("medium", "high", "critical")
 
-#: Seed 003's kinds of generation failure (plus a refusal), as :func:`generation_kind` names them.
+#: The kinds of generation failure of *Which RAG component broke?* (plus a refusal), as
+#: :func:`generation_kind` names them.
 GENERATION_KINDS: tuple[str, ...] = ("ignored_context", "wrong_passage", "partial")
 _KIND_OF_REASON = {
-    REASONS["refused"]: "refused",
-    REASONS["cited_outside"]: "ignored_context",
-    REASONS["unsupported"]: "ignored_context",
-    REASONS["partial"]: "partial",
-    REASONS["gold_named_wrong"]: "partial",
-    REASONS["non_gold"]: "wrong_passage",
+    "refused": "refused",
+    "cited_outside": "ignored_context",
+    "unsupported": "ignored_context",
+    "partial": "partial",
+    "gold_named_wrong": "partial",
+    "non_gold": "wrong_passage",
 }
 
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -127,7 +149,8 @@ class Diagnosis(NamedTuple):
     prompt, ``support`` the share of labelled claims supported. Each is ``None`` when it
     does not apply (no gold ids, no prompt ids logged, no claim labels): a missing number
     is never reported as a perfect 1.0. ``flags`` (names from :data:`FLAGS`) are recorded
-    whatever the bucket: a right answer can still fabricate a citation.
+    whatever the bucket: a right answer can still fabricate a citation. ``code`` names the
+    reason (a key of :data:`REASONS`, or ``service_failure``); ``reason`` is its text.
     """
 
     stage: Stage
@@ -136,6 +159,7 @@ class Diagnosis(NamedTuple):
     retention: float | None = None
     support: float | None = None
     flags: tuple[str, ...] = ()
+    code: str = ""
 
     @property
     def right(self) -> bool:
@@ -147,6 +171,12 @@ class Diagnosis(NamedTuple):
         """The highest severity of the bucket and the flags, or None when neither has one."""
         levels = [SEVERITY[name] for name in (self.stage.value, *self.flags) if name in SEVERITY]
         return max(levels, key=_SEVERITY_ORDER.index) if levels else None
+
+
+def check_require(require: str) -> None:
+    """Reject a ``require`` other than ``"any"`` (some gold id must survive) or ``"all"`` (every one)."""
+    if require not in ("any", "all"):
+        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
 
 
 def survives(gold: Iterable[str], ids: Iterable[str], require: str = "any") -> bool:
@@ -163,7 +193,8 @@ def survives(gold: Iterable[str], ids: Iterable[str], require: str = "any") -> b
 
 
 def _numeric_unmarked(answer: str) -> bool:
-    """A sentence states a number and carries no ``[n]`` marker (seed 004's check)."""
+    """A sentence states a number and carries no ``[n]`` marker (a citation check of
+    *Diagnosing RAG Failure Modes*)."""
     if not _DIGIT.search(answer):
         return False
     for sentence in _SENTENCE_END.split(answer):
@@ -202,54 +233,45 @@ def _gold_in(gold: frozenset[str], single: str | None, ids: Sequence[str]) -> in
     return len(gold.intersection(ids))
 
 
-_BY_IDS = "judged by answer_ids against gold"
+def _verdict(rec: Checked, gold: frozenset[str], single: str | None, flags: tuple[str, ...]) -> tuple[Stage, str]:
+    """The bucket and reason code of an answer whose evidence reached its prompt.
 
-
-def _judge(rec: Checked, gold: frozenset[str], single: str | None) -> tuple[bool | None, str]:
-    """Judge the answer: ``correct``, then ``answer_ids``, then ``complete``/``claims``.
-
-    Claim support is narrower than correctness (seed 002): all claims supported leaves the
-    answer unjudged, while an unsupported claim or an incomplete answer makes it wrong.
+    Judged by ``correct``, then ``answer_ids``, then claim support and ``complete``. Claim
+    support is narrower than correctness (*Why Good Retrieval Still Produces Bad Answers*):
+    all claims supported leaves the answer unjudged, while an unsupported claim or an
+    incomplete answer makes it wrong. A wrong answer gets the most specific reason the trace
+    holds; wrong with every claim supported, the source or the label is to blame.
     """
+    claims, answer_ids = rec.claims, rec.answer_ids
+    unsupported = bool(claims) and not all(claims)
+    named_gold = _gold_in(gold, single, answer_ids) if answer_ids else 0
     if rec.correct is not None:
-        return rec.correct, "judged by the 'correct' label"
-    answer_ids = rec.answer_ids
-    if answer_ids is not None:
-        return _gold_in(gold, single, answer_ids) > 0, _BY_IDS
-    claims = rec.claims
-    if claims and not all(claims):
-        return False, "judged by claim support labels"
-    if rec.complete is False:
-        return False, "judged by the 'complete' label"
-    if claims:
-        return None, "every claim was supported by the prompt; correctness was not judged"
-    return None, "evidence reached the prompt, but nothing judges the answer"
-
-
-def _generation_reason(rec: Checked, gold: frozenset[str], single: str | None,
-                       flags: tuple[str, ...]) -> str | None:
-    """Why a wrong answer with the evidence in its prompt went wrong; None: the source did."""
-    claims, answer_ids = rec.claims, rec.answer_ids or ()
+        if rec.correct:
+            return Stage.NONE, "correct_by_label"
+    elif answer_ids is not None:
+        if named_gold:
+            return Stage.NONE, "correct_by_ids"
+    elif not unsupported and rec.complete is not False:
+        return Stage.UNJUDGED, "claims_supported" if claims else "not_judged"
     if "fabricated_citation" in flags:
-        return REASONS["cited_outside"]
-    if claims and not all(claims):
-        return REASONS["unsupported"]
+        return Stage.GENERATION, "cited_outside"
+    if unsupported:
+        return Stage.GENERATION, "unsupported"
     if rec.complete is False:
-        return REASONS["partial"]
-    if answer_ids and not _gold_in(gold, single, answer_ids):
-        return REASONS["non_gold"]
+        return Stage.GENERATION, "partial"
+    if answer_ids and not named_gold:
+        return Stage.GENERATION, "non_gold"
     if claims:  # wrong, complete as far as anyone said, and reviewers found every claim supported
-        return None
+        return Stage.SOURCE_OR_LABEL, "supported_but_wrong"
     if "numeric_unmarked" in flags:  # no claim labels: an unmarked number is the best lead
-        return REASONS["numeric_unmarked"]
+        return Stage.GENERATION, "numeric_unmarked"
     if answer_ids:
-        return REASONS["gold_named_wrong"]
-    return REASONS["wrong"]
+        return Stage.GENERATION, "gold_named_wrong"
+    return Stage.GENERATION, "wrong"
 
 
 _NO_GOLD: frozenset[str] = frozenset()  # the set form of gold when its one id is tested by membership
 _new = tuple.__new__  # builds a Diagnosis without NamedTuple's Python-level __new__ (a million calls)
-_ANSWERED = {how: f"answered correctly ({how})" for how in ("judged by the 'correct' label", _BY_IDS)}
 
 
 def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
@@ -261,7 +283,7 @@ def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
     :func:`survives`, which ``tests/test_attribution.py`` checks it against).
     """
     if require != "any" and require != "all":
-        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
+        check_require(require)
     gold_ids = rec.gold
     if len(gold_ids) == 1:
         single, gold, n_gold = gold_ids[0], _NO_GOLD, 1
@@ -286,45 +308,30 @@ def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
 
     if rec.error is not None:
         err = rec.error
-        stage, reason = Stage.ENDPOINT_UNAVAILABLE, f"service failure at {err['stage']}: {err['message']}".rstrip(": ")
+        stage, code = Stage.ENDPOINT_UNAVAILABLE, "service_failure"
     elif not rec.answerable:
-        if rec.refused:
-            stage, reason = Stage.CORRECT_REFUSAL, "unanswerable, and the answer declined"
-        else:
-            stage, reason = Stage.MISSING_REFUSAL, "unanswerable, but the answer did not decline"
+        stage, code = (Stage.CORRECT_REFUSAL, "declined_unanswerable") if rec.refused else (
+            Stage.MISSING_REFUSAL, "not_declined")
     elif not n_gold:
-        stage, reason = Stage.LABEL_MISSING, "answerable, but no gold evidence is labelled"
+        stage, code = Stage.LABEL_MISSING, "no_gold"
     elif rec.query_ok is False:
-        stage, reason = Stage.QUERY_UNDERSTANDING, "the rewritten query or its filters were judged wrong"
+        stage, code = Stage.QUERY_UNDERSTANDING, "query_judged_wrong"
     elif kept_retrieved < need:
-        stage, reason = Stage.RETRIEVAL, "gold evidence not among the retrieved candidates"
+        stage, code = Stage.RETRIEVAL, "not_retrieved"
     elif rec.reranked is not None and _gold_in(gold, single, rec.reranked) < need:
-        stage, reason = Stage.RERANKING, "retrieved, then dropped by the reranker's cut"
+        stage, code = Stage.RERANKING, "reranker_cut"
     elif prompt is None:
-        stage, reason = Stage.NOT_LOGGED, ("survived every logged stage, but the prompt ids were not logged: "
-                                           "the stage that lost or kept it cannot be named")
+        stage, code = Stage.NOT_LOGGED, "prompt_not_logged"
     elif kept_prompt < need:
-        stage = Stage.PROMPT_ASSEMBLY
-        if rec.truncated and _gold_in(gold, single, rec.truncated):
-            reason = "truncated: only part of the gold passage's text reached the prompt"
-        else:
-            reason = "survived ranking, but its text never reached the prompt"
+        truncated = rec.truncated and _gold_in(gold, single, rec.truncated)
+        stage, code = Stage.PROMPT_ASSEMBLY, "truncated" if truncated else "not_in_prompt"
     elif rec.refused:
-        stage, reason = Stage.GENERATION, REASONS["refused"]
+        stage, code = Stage.GENERATION, "refused"
     else:
-        right, how = _judge(rec, gold, single)
-        if right is None:
-            stage, reason = Stage.UNJUDGED, how
-        elif right:
-            stage, reason = Stage.NONE, _ANSWERED[how]
-        else:
-            reason = _generation_reason(rec, gold, single, flags)
-            if reason is None:
-                stage, reason = Stage.SOURCE_OR_LABEL, ("judged wrong although every claim is supported by the "
-                                                        "prompt: check the source's version and the gold label")
-            else:
-                stage = Stage.GENERATION
-    return _new(Diagnosis, (stage, reason, recall, retention, support, flags))
+        stage, code = _verdict(rec, gold, single, flags)
+    reason = (f"service failure at {err['stage']}: {err['message']}".rstrip(": ") if code == "service_failure"
+              else REASONS[code])
+    return _new(Diagnosis, (stage, reason, recall, retention, support, flags, code))
 
 
 def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
@@ -338,7 +345,8 @@ def diagnose(trace: Trace, require: str = "any") -> Diagnosis:
 
 
 def generation_kind(trace: Trace, require: str = "any") -> str | None:
-    """Which kind of generation failure a trace shows (seed 003's last branch), or None.
+    """Which kind of generation failure a trace shows (the last branch of the failure tree of
+    *Which RAG component broke?*), or None.
 
     * ``"refused"``: declined although the evidence was there;
     * ``"ignored_context"``: the answer is not supported by the prompt (an unsupported claim,
@@ -349,12 +357,12 @@ def generation_kind(trace: Trace, require: str = "any") -> str | None:
       judged wrong;
     * ``"unclassified"``: a generation failure the trace holds too little to split.
 
-    It reads the reason :func:`diagnose` gave, so the two cannot disagree on a trace.
+    It reads the reason code :func:`diagnose` gave, so the two cannot disagree on a trace.
     """
     d = diagnose(trace, require)
     if d.stage is not Stage.GENERATION:
         return None
-    return _KIND_OF_REASON.get(d.reason, "unclassified")
+    return _KIND_OF_REASON.get(d.code, "unclassified")
 
 
 def replay(traces: Iterable[Trace], require: str = "any") -> Counter[str]:

@@ -14,9 +14,8 @@ from typing import Sequence
 
 import orjson
 
-from .formats import convert, read_any
+from .formats import convert, count_files, read_any
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from .streaming import count_files
 from .trace import TraceError
 
 __all__ = ["main", "build_parser"]
@@ -132,12 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     conv.set_defaults(func=_convert)
 
     run = sub.add_parser("run", help="run a retrieval → reranking → assembly → generation pipeline")
-    try:
-        from .pipeline.cli_run import add_run_arguments
-    except ImportError:  # pragma: no cover - the pipeline module is part of the package
-        pass
-    else:
-        add_run_arguments(run)
+    from .pipeline.cli_run import add_run_arguments
+
+    add_run_arguments(run)
     run.set_defaults(func=_run)
 
     from .ingest.cli import add_doctor_parser, add_ingest_parser

@@ -58,8 +58,8 @@ def hit_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> bool | N
 def reciprocal_rank(ranked: Sequence[str], relevant: Iterable[str], k: int | None = None) -> float | None:
     """1 / rank of the first relevant id in the top ``k`` (0 when none is); average it for MRR.
 
-    ``k=None`` looks at the whole list; ``k=0`` is an error like in the other metrics (it
-    used to mean "the whole list", silently).
+    ``k=None`` looks at the whole list; ``k=0`` is an error, as in the other metrics (not
+    silently "the whole list").
     """
     if k is not None:
         _check_k(k)

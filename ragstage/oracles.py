@@ -1,4 +1,4 @@
-"""The two oracle measures of seed 003, on any set of traces.
+"""The two oracle measures of *Which RAG component broke?*, on any set of traces.
 
 * :func:`correctness` of a run is the end-to-end score; of a *gold-context oracle* run
   (the gold passage forced into the prompt, same generator) it is the ceiling of the

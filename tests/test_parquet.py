@@ -7,15 +7,17 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trace_sets import TRACE_FILES, synthetic
 
 from ragstage import Trace, TraceError, compare, read_traces, write_traces
 from ragstage.attribution import diagnose_record
+from ragstage.fields import check_row
 from ragstage.fixtures import fixture_path
-from ragstage.formats import convert, read_any
-from ragstage.parquet import SCHEMA, RowError, _checked_rows, batch_records, count_parquet, read_parquet, write_parquet
+from ragstage.formats import convert, count_file, read_any
+from ragstage.parquet import SCHEMA, batch_records, checked_rows, count_parquet, read_parquet, write_parquet
 from ragstage.record import as_record
-from ragstage.streaming import count_file
 
 
 @pytest.mark.parametrize("name", TRACE_FILES)
@@ -81,10 +83,10 @@ def test_bad_rows_name_file_row_and_field(tmp_path, column, values, type_, bad_r
     path = _bad_file(tmp_path, column, values, type_)
     field = column.removesuffix("_sections")  # a section column is a part of its ranked list
     for run in (lambda: count_parquet(path, workers=2), lambda: list(read_parquet(path))):
-        with pytest.raises(RowError) as info:
+        with pytest.raises(TraceError) as info:
             run()
         err = info.value
-        assert (err.path, err.line, err.field) == (str(path), bad_row, field)
+        assert (err.path, err.line, err.unit, err.field) == (str(path), bad_row, "row", field)
         assert str(err).startswith(f"{path}, row {bad_row}, field '{field}': ") and words in str(err)
 
 
@@ -93,15 +95,10 @@ def test_plain_batches_give_the_records_of_the_full_check(tmp_path):
     write_parquet(tmp_path / "plain.parquet", traces)
     table = pq.read_table(tmp_path / "plain.parquet")
     batch = table.select([n for n in table.column_names if table[n].null_count < len(table)]).to_batches()[0]
-    fast, full = list(batch_records(batch)), [as_record(r) for r in _checked_rows(batch)]
-    assert isinstance(fast[0].gold, list) and isinstance(full[0].gold, tuple)  # the two paths were taken
+    fast, full = list(batch_records(batch)), [as_record(r) for r in checked_rows(batch)]
     assert len(fast) == len(full) == batch.num_rows
-    def fields(rec):  # ids as lists; no meta and empty meta are the same thing
-        return [list(x) if isinstance(x, tuple) else x or None if f == "meta" else x
-                for f, x in zip(rec.__struct_fields__, (getattr(rec, f) for f in rec.__struct_fields__))]
-
     for a, b in zip(fast, full):
-        assert fields(a) == fields(b)
+        assert a == b  # one normalised form: ids in lists, meta a dict
         assert diagnose_record(a) == diagnose_record(b)
 
 
@@ -119,7 +116,7 @@ def test_unknown_column_missing_file_and_duplicates(tmp_path):
     write_parquet(tmp_path / "a.parquet", traces, rows_per_group=100)
     write_parquet(tmp_path / "dup.parquet", traces[:5] + [traces[2]])
     for run in (lambda: count_parquet(tmp_path / "dup.parquet"), lambda: list(read_parquet(tmp_path / "dup.parquet"))):
-        with pytest.raises(RowError, match=r"dup.parquet, row 6, field 'query_id': duplicate .*first on row 3\)"):
+        with pytest.raises(TraceError, match=r"dup.parquet, row 6, field 'query_id': duplicate .*first on row 3\)"):
             run()
 
 
@@ -148,3 +145,66 @@ def test_import_ragstage_loads_neither_pyarrow_module_of_ours_nor_pyspark():
             "print(sorted(m for m in sys.modules if m in ('ragstage.parquet', 'ragstage.spark', 'pyspark')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# --- the Arrow path against the full check, on random batches, bad values included ------------
+_LIST_STR, _LIST_INT = pa.list_(pa.string()), pa.list_(pa.int64())
+_ERROR = SCHEMA.field("error").type
+ARROW_TYPES = {  # each column's schema type first, then types a foreign file might hold instead
+    "query_id": [pa.string(), pa.int64()], "pipeline": [pa.string()], "query": [pa.string()],
+    "gold": [_LIST_STR, _LIST_INT, pa.string()], "answerable": [pa.bool_(), pa.int64()],
+    "retrieved": [_LIST_STR, _LIST_INT], "retrieved_scores": [pa.list_(pa.float64())],
+    "retrieved_sections": [_LIST_STR], "reranked": [_LIST_STR], "reranked_scores": [pa.list_(pa.float64())],
+    "prompt": [_LIST_STR, _LIST_INT], "prompt_source": [pa.string()], "answer": [pa.string()],
+    "answer_ids": [_LIST_STR], "correct": [pa.bool_()], "refused": [pa.bool_()],
+    "claims": [pa.list_(pa.bool_())], "complete": [pa.bool_()], "query_ok": [pa.bool_()], "error": [_ERROR],
+    "model": [pa.string()], "meta": [pa.string()],
+}
+_WORDS = st.sampled_from(["", "d1", "d2", "logged", "recovered", "It is 20 weeks [1].", "ID: d1"])
+ARROW_VALUES = {
+    pa.string(): _WORDS, pa.int64(): st.integers(0, 3), pa.bool_(): st.booleans(),
+    _LIST_STR: st.lists(st.sampled_from(["d1", "d2", "d3"]) | st.none(), max_size=3),
+    _LIST_INT: st.lists(st.integers(0, 3), max_size=3),
+    pa.list_(pa.float64()): st.lists(st.floats(-1, 1) | st.none(), max_size=3),
+    pa.list_(pa.bool_()): st.lists(st.booleans() | st.none(), max_size=3),
+    _ERROR: st.fixed_dictionaries({"stage": st.none() | st.just("retrieval"), "message": st.just("down")}),
+}
+META_TEXT = st.sampled_from(['{"kind": "rare"}', "{}", "[1]", "{", '{"n": [1, 2]}'])
+
+
+def _arrow_reference(row):
+    """A row as a JSON line would be checked: meta text parsed, then the full check of the row."""
+    meta = row.get("meta")
+    if meta is not None:
+        try:
+            row["meta"] = json.loads(meta)
+        except json.JSONDecodeError:
+            raise TraceError(f"expected JSON text of an object, got {meta!r:.60}", field="meta") from None
+    return as_record(check_row(row))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_arrow_batches_check_and_convert_like_the_full_check(data):
+    names = ["query_id", *data.draw(st.lists(st.sampled_from(list(ARROW_TYPES)[1:]), unique=True, max_size=6))]
+    n = data.draw(st.integers(1, 4))
+    columns = {}
+    for name in names:
+        type_ = data.draw(st.sampled_from(ARROW_TYPES[name]))
+        values = META_TEXT if name == "meta" else ARROW_VALUES[type_]
+        nulls = st.none() if data.draw(st.booleans()) else st.nothing()  # a column with or without nulls
+        columns[name] = pa.array(data.draw(st.lists(values | nulls, min_size=n, max_size=n)), type=type_)
+    batch = pa.RecordBatch.from_pydict(columns)
+    want, error = [], None
+    for row in batch.to_pylist():
+        try:
+            want.append(_arrow_reference(row))
+        except TraceError as exc:
+            error = (exc.field, exc.detail)
+            break
+    if error is None:
+        assert list(batch_records(batch)) == want
+        return
+    with pytest.raises(TraceError) as got:
+        list(batch_records(batch))
+    assert (got.value.field, got.value.detail) == error

@@ -26,8 +26,8 @@ from ragstage.pipeline import (
 )
 from ragstage.pipeline.judge import judge_sufficiency, parse_verdict
 from ragstage.pipeline.models import ModelRef
-from ragstage.run_labels import default_pairs
 from ragstage.runs import check_run, load_run
+from ragstage.runs.labels import default_pairs
 from ragstage.stats import agreement
 from ragstage.trace import read_traces
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragstage.run_labels import RunLabel, default_pairs, parse_label, pipeline_label
+from ragstage.runs.labels import RunLabel, default_pairs, parse_label, pipeline_label
 
 CHAPTER_5 = ["bm25", "bm25+ce", "minilm", "minilm+ce", "minilm+ce/revised"]
 part = st.text(st.characters(whitelist_categories=("Ll", "Nd"), whitelist_characters="-_."), min_size=1, max_size=8)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ragstage import Trace, TraceError
-from ragstage.run_layout import (
+from ragstage.runs.layout import (
     RunFiles,
     copy_runs,
     find_runs,

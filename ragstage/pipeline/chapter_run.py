@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..fixtures import fixtures_dir
-from ..run_layout import copy_runs, settings_folder
 from ..runs import check_run, diff_runs, load_run
+from ..runs.layout import copy_runs, settings_folder
 from .data import BeirData
 
 __all__ = ["CHAPTER_DEFAULTS", "run_folder", "verify_run"]

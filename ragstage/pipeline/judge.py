@@ -1,6 +1,6 @@
 """Retrieved-context sufficiency asked of a model, and checked against the exact rule.
 
-Seed 003's second oracle: does the context a pipeline actually assembled hold enough to answer?
+The second oracle of *Which RAG component broke?*: does the context a pipeline actually assembled hold enough to answer?
 For an id-answer task the exact rule, "a gold id reached the prompt"
 (:func:`ragstage.oracles.sufficiency`), is the whole answer. The judge form asks a model
 instead, which is what a team does when answers are free text and no exact rule exists. A

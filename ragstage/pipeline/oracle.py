@@ -1,6 +1,6 @@
 """The gold-context oracle on a real run: how well does generation do when handed the evidence?
 
-Seed 003's first oracle experiment. For every question of a run, the gold passage(s) go first,
+The first oracle experiment of *Which RAG component broke?*. For every question of a run, the gold passage(s) go first,
 then the run's own prompt passages as the budget allows (the order :mod:`ragstage.simulate`'s
 oracle uses), with the same template, the same budget rule and the same generator. The result is
 a run of its own, labelled ``<pipeline> + gold-context oracle``, with its prompts and receipt, in
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..fixtures import fixture_path
-from ..run_labels import parse_label
-from ..run_layout import RunFiles, oracle_folder
+from ..runs.labels import parse_label
+from ..runs.layout import RunFiles, oracle_folder
 from .answering import chat_texts
 from .assembly import AssembledPrompt, assemble_prompt
 from .components import generator_from_receipt
@@ -75,7 +75,7 @@ def gold_context_oracle(run_folder: str | Path, generator: Generator | None = No
 
     ``generator`` defaults to the one the run's receipt names, ``data`` to the run's own corpus
     (:func:`data_for_receipt`), ``out`` to a folder beside the run's
-    (:func:`~ragstage.run_layout.oracle_folder`), ``cache_dir`` to the default stage cache. The
+    (:func:`~ragstage.runs.layout.oracle_folder`), ``cache_dir`` to the default stage cache. The
     oracle traces bypass retrieval and reranking: ``retrieved`` and ``prompt`` both hold the ids
     of the oracle prompt, so attribution sends a wrong answer to ``generation`` (or, if even the
     gold passage did not fit the budget, to ``prompt_assembly``).

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..run_layout import RunFiles
+from ..runs.layout import RunFiles
 from ..trace import Trace, read_traces
 from .answering import ANSWER_FIELDS, answered_trace, chat_texts, generate_cached
 from .components import generator_from_receipt

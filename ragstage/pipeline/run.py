@@ -11,7 +11,7 @@ stage's configuration (and of the stages before it), so:
 :meth:`Pipeline.run` reads as its steps: check the gold labels, run the three stages before
 generation (:meth:`Pipeline.stages`), save the assembled prompts, generate, build one trace per
 question, and write the traces and the receipt (the files are named in
-:mod:`ragstage.run_layout`).
+:mod:`ragstage.runs.layout`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..run_labels import pipeline_label
-from ..run_layout import RunFiles
+from ..runs.labels import pipeline_label
+from ..runs.layout import RunFiles
 from ..trace import Trace
 from .answering import answered_trace, chat_texts, chunks, generate_cached, progress
 from .assembly import AssembledPrompt, assemble_prompt
@@ -82,7 +82,7 @@ def _require_gold(queries: Mapping[str, str], qrels: Qrels) -> None:
 class Pipeline:
     """One configuration: retriever → reranker → prompt assembly → generator.
 
-    ``name`` defaults to the run label of the stage short names (:func:`~ragstage.run_labels.pipeline_label`),
+    ``name`` defaults to the run label of the stage short names (:func:`~ragstage.runs.labels.pipeline_label`),
     e.g. ``bm25``, ``bm25+ce``, ``minilm``, ``minilm+rrf``. Stage caches go to ``cache_dir``
     (default ``<RAGSTAGE_CACHE or ~/.cache/ragstage>/stages``); point several pipelines at the
     same folder to let them share work.

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import ipywidgets as W
 import pandas as pd
 
-from ..attribution import Diagnosis, diagnose
+from ..attribution import Diagnosis, check_require, diagnose
 from ..report import table_from_counts
 from ..trace import Trace, write_traces
 from .case_form import case_inputs, read_case
@@ -91,8 +91,7 @@ def _checked_cases(cases: Iterable[Trace], require: str) -> list[Trace]:
     ids = [t.query_id for t in out]
     if len(set(ids)) != len(ids):
         raise ValueError(f"case query_ids must be distinct, got {ids}")
-    if require not in ("any", "all"):
-        raise ValueError(f"require must be 'any' or 'all', got {require!r}")
+    check_require(require)
     return out
 
 

@@ -1,12 +1,14 @@
 """What a run says beyond its bucket table: how full its prompts were, and where the points are.
 
-* :func:`prompt_fill`: seed 000's run reports that "on average about 2.4 of the 5 abstracts
-  fit" in a 1,024-token prompt; this computes that figure from any run's own traces.
+* :func:`prompt_fill`: the SciFact run of *Find the Failing RAG Stage Before You Change the
+  Prompt* reports that "on average about 2.4 of the 5 abstracts fit" in a 1,024-token prompt;
+  this computes that figure from any run's own traces.
 * :func:`prompt_ceiling`: a generation change (a new prompt, a new model) can only act on the
   questions whose evidence reached the prompt; everything lost upstream stays lost. Per
   pipeline, the number of those questions is the ceiling of any such change.
-* :class:`Points`: seed 003's reading of the two oracles beside the full system: is generation
-  capable but starved (the points are upstream), or failing with the evidence in front of it?
+* :class:`Points`: the reading of the two oracles beside the full system in *Which RAG
+  component broke?*: is generation capable but starved (the points are upstream), or failing
+  with the evidence in front of it?
 
 Each works on counts, so the same function reads a run's traces and a paper's published counts.
 """
@@ -19,9 +21,9 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from .attribution import Stage
-from .stats import wilson
-from .trace import Trace
+from ..attribution import Stage
+from ..stats import wilson
+from ..trace import Trace
 
 __all__ = ["prompt_fill", "prompt_ceiling", "Points"]
 
@@ -86,9 +88,10 @@ class Points:
 
     ``upstream_gap`` (oracle minus system) is what perfect evidence would add with this
     generator; ``generation_gap`` (sufficiency minus system) is the share of questions whose
-    evidence reached the prompt and still went wrong. Seed 003: a large first gap with a small
-    second means generation is capable but starved, and the points are upstream; the reverse
-    means generation fails with the evidence in front of it, and the prompt or model comes first.
+    evidence reached the prompt and still went wrong. As *Which RAG component broke?* reads
+    them: a large first gap with a small second means generation is capable but starved, and
+    the points are upstream; the reverse means generation fails with the evidence in front of
+    it, and the prompt or model comes first.
     """
 
     system: tuple[int, int]
@@ -114,7 +117,7 @@ class Points:
         return self._rate(self.sufficiency) - self._rate(self.system)
 
     def reading(self) -> str:
-        """Which of seed 003's two readings these counts point to, with the gaps that decide it."""
+        """Which of the two readings of the oracles these counts point to, with the gaps that decide it."""
         gaps = (f"perfect evidence would add {self.upstream_gap:+.0%} (oracle minus system); "
                 f"{self.generation_gap:+.0%} of the questions had the evidence and still went wrong "
                 f"(sufficiency minus system)")

@@ -1,7 +1,7 @@
 """Read a run folder back: every pipeline's traces, its receipt, and whether a stand-in made it.
 
 A run folder holds one sub-folder per pipeline, as ``ragstage run`` and chapter 5 write them
-(:mod:`ragstage.run_layout`); each run is labelled as :mod:`ragstage.run_labels` says
+(:mod:`ragstage.runs.layout`); each run is labelled as :mod:`ragstage.runs.labels` says
 (``minilm+ce``, ``minilm+ce/revised``). A folder of trace files logged by some other system
 (no receipts) is read too: each file's traces are grouped by their own ``pipeline`` field.
 (Stage caches live outside the run folder, so every other ``.jsonl`` here is a trace file.)
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .attribution import diagnose
-from .run_labels import parse_label
-from .run_layout import RunFiles, find_runs, trace_files
-from .trace import Trace, TraceError, read_traces
+from ..attribution import diagnose
+from ..trace import Trace, TraceError, read_traces
+from .labels import parse_label
+from .layout import RunFiles, find_runs, trace_files
 
 __all__ = ["RunSet", "load_run", "check_run", "diff_runs"]
 
@@ -61,7 +61,7 @@ def _label(receipt: dict[str, Any], files: RunFiles) -> str:
 
 
 def load_run(root: str | Path) -> RunSet:
-    """Load every pipeline of a run folder (the layout is :mod:`ragstage.run_layout`)."""
+    """Load every pipeline of a run folder (the layout is :mod:`ragstage.runs.layout`)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no run folder at {root}")
