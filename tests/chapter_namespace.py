@@ -19,13 +19,18 @@ from IPython.utils.capture import capture_output
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+class _ChapterShell(InteractiveShell):
+    """A plain shell on which ``%matplotlib inline`` works: there is no GUI event loop to start."""
+
+    def enable_gui(self, gui=None):
+        return None
+
+
 def _shell() -> InteractiveShell:
     """A fresh IPython shell (one per chapter, so no name leaks from one chapter to the next)."""
     if InteractiveShell.initialized():
         InteractiveShell.clear_instance()
-    shell = InteractiveShell.instance()
-    shell.enable_gui = lambda gui=None: None  # `%matplotlib inline` needs no event loop without a front end
-    return shell
+    return _ChapterShell.instance()
 
 
 def run_chapter(name: str, workdir: Path) -> dict[str, Any]:

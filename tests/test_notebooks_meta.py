@@ -42,7 +42,8 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 # A chapter that needs an optional extra installs it in the guard; every other chapter installs
 # the bare workbook. Only these exact variants are accepted.
-COLAB_EXTRAS = {"07_your_own_system.ipynb": "frameworks", "07b_template_your_app.ipynb": "frameworks"}
+COLAB_EXTRAS = {"05_scifact_run.ipynb": "pipeline", "07_your_own_system.ipynb": "frameworks",
+                "07b_template_your_app.ipynb": "frameworks"}
 
 
 def colab_pip_args(path: Path) -> str:
