@@ -30,6 +30,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_output
 from .fields import FIELDS, NULLABLE_FIELDS, FirstSeen, TraceError, check_record, fast_type_of, ranked_entries
 from .record import Record, as_record
 from .streaming import Tally, find_duplicate, repeated_digests, tally_records
@@ -295,11 +296,14 @@ def _column_value(name: str, value: Any) -> Any:
 
 
 def write_parquet(path: str | Path, records: Iterable[dict[str, Any] | Trace],
-                  rows_per_group: int = _ROWS_PER_GROUP) -> int:
-    """Write traces (Trace objects or normalised records) with :data:`SCHEMA`; returns the count."""
+                  rows_per_group: int = _ROWS_PER_GROUP, inputs: Iterable[str | Path] = ()) -> int:
+    """Write traces (Trace objects or normalised records) with :data:`SCHEMA`; returns the count.
+
+    Whole or not at all, as :func:`ragstage.trace.write_traces`; ``inputs`` are refused as ``path``.
+    """
     names = SCHEMA.names
     n = 0
-    with pq.ParquetWriter(path, SCHEMA, compression="zstd") as writer:
+    with atomic_output(path, inputs) as tmp, pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as writer:
         columns: dict[str, list[Any]] = {name: [] for name in names}
         for item in records:
             rec = vars(item) if isinstance(item, Trace) else item

@@ -14,6 +14,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, Typ
 
 import orjson
 
+from .atomic import atomic_output
 from .fields import FIELDS, FirstSeen, TraceError, check_record, ranked_entries
 
 T = TypeVar("T")
@@ -183,11 +184,19 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
         yield Trace._from_clean(rec)
 
 
-def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
-    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count."""
+def write_traces(path: str | Path, traces: Iterable[Trace], inputs: Iterable[str | Path] = ()) -> int:
+    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count.
+
+    The file appears whole or not at all (:func:`ragstage.atomic.atomic_output`): a bad trace
+    met on the way, or a killed process, leaves an existing ``path`` as it was. ``inputs``
+    are files the traces are read from, refused as ``path``.
+    """
     n = 0
-    with open_text(path, "w") as handle:
-        for trace in traces:
-            handle.write(orjson.dumps(trace.to_dict()).decode() + "\n")
-            n += 1
+    with atomic_output(path, inputs) as tmp, open(tmp, "wb") as raw:
+        out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
+            path).suffix == ".gz" else raw
+        with out:
+            for trace in traces:
+                out.write(orjson.dumps(trace.to_dict()) + b"\n")
+                n += 1
     return n
