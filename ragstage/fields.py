@@ -8,6 +8,7 @@ instead of being silently treated as "no prompt" or as a list of single characte
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 __all__ = ["FIELDS", "NULLABLE_FIELDS", "FirstSeen", "TraceError", "check_record", "fast_type_of", "ranked_entries"]
@@ -76,6 +77,8 @@ def _as_ranked(value: Any, name: str
             score = item.get("score")
             if isinstance(score, bool) or not isinstance(score, (int, float)):
                 raise _fail(f"score must be a number, got {score!r}", name)
+            if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
+                raise _fail(f"score must be a finite number, got {score!r}", name)
             section = item.get("section")
             if section is not None and type(section) is not str:
                 raise _fail(f"section must be a string, got {section!r:.40}", name)
@@ -84,6 +87,13 @@ def _as_ranked(value: Any, name: str
             sections.append(section)
         return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
     return _as_ids(value, name), None, None
+
+
+def _finite(score: int | float) -> bool:
+    try:
+        return math.isfinite(score)
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 _RANKED_KEYS = frozenset({"id", "score", "section"})
