@@ -14,9 +14,8 @@ from typing import Sequence
 
 import orjson
 
-from .formats import convert, read_any
+from .formats import convert, count_files, read_any
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from .streaming import count_files
 from .trace import TraceError
 
 __all__ = ["main", "build_parser"]

@@ -1,30 +1,43 @@
-"""The trace's fields: what each one may hold, and the check every reader runs.
+"""The trace's fields, declared once: what each may hold, its default, and how it is stored.
 
-The field names are a public contract (see the README's table). Every reader in the
-project (JSON Lines, Parquet, Spark, the widgets) goes through :func:`check_record`, so a
-typo such as ``promt`` or a ``gold`` given as a string is rejected with the field named,
-instead of being silently treated as "no prompt" or as a list of single characters.
+The field names are a public contract (see the README's table). :data:`FIELDS` holds one
+row per field: its :class:`Kind` (the full check, the plain type the check takes as is, the
+Arrow type), its default and whether null is allowed. Everything else is derived from these
+rows: :func:`check_record` (the check of a decoded JSON object), the typed record the
+counting path decodes into (:mod:`ragstage.record`), and the Arrow schema and the columns
+the Parquet reader takes without a per-row check (:mod:`ragstage.parquet`).
+
+A reader either calls :func:`check_record` (or :func:`check_row`, for columns), or decodes
+into the plain types and sends whatever does not fit them to :func:`check_record`; so every
+reader accepts, converts and rejects the same values, with the same errors, and gives the
+same normalised form: ids as strings in tuples, ``meta`` a dict. A typo such as ``promt``
+or a ``gold`` given as a string is rejected with the field named, instead of being silently
+treated as "no prompt" or as a list of single characters.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-__all__ = ["FIELDS", "NULLABLE_FIELDS", "FirstSeen", "TraceError", "check_record", "fast_type_of", "ranked_entries"]
+__all__ = ["FIELDS", "COLUMNS", "RANKED_FIELDS", "Kind", "Field", "FirstSeen", "TraceError", "check_columns",
+           "check_record", "check_row", "missing", "ranked_entries", "unknown_field"]
 
 
 class TraceError(ValueError):
-    """Bad trace input. The message names the file, the line and the field."""
+    """Bad trace input. The message names the file, the position and the field.
+
+    ``unit`` names the position: ``"line"`` in a JSON Lines file, ``"row"`` in a Parquet file.
+    """
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
-        self.path, self.line, self.field, self.detail = path, line, field, message
+                 field: str | None = None, unit: str = "line") -> None:
+        self.path, self.line, self.field, self.detail, self.unit = path, line, field, message, unit
         where = []
         if path is not None:
             where.append(str(path))
         if line is not None:
-            where.append(f"line {line}")
+            where.append(f"{unit} {line}")
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
@@ -32,6 +45,16 @@ class TraceError(ValueError):
 
 def _fail(msg: str, name: str) -> TraceError:
     return TraceError(msg, field=name)
+
+
+def missing(name: str) -> TraceError:
+    """The error for a required field that is absent or null."""
+    return _fail(f"missing (every trace needs a {name})", name)
+
+
+def unknown_field(name: str) -> TraceError:
+    """The error for a name that is no trace field (a typo such as ``promt``)."""
+    return _fail(f"unknown field (known: {', '.join(FIELDS)})", name)
 
 
 def _as_id(value: Any, name: str) -> str:
@@ -46,47 +69,23 @@ def _as_id(value: Any, name: str) -> str:
 
 def _as_ids(value: Any, name: str) -> tuple[str, ...]:
     if type(value) is list or type(value) is tuple:
-        # Fast path: a list of strings (the common case, and the one a million-line replay
-        # pays for) needs no per-element conversion.
-        for v in value:
-            if type(v) is not str:
-                break
-        else:
-            return tuple(value)
         return tuple(_as_id(v, name) for v in value)
     raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
 
 
-def _as_ranked(value: Any, name: str
-               ) -> tuple[tuple[str, ...], tuple[float, ...] | None, tuple[str | None, ...] | None]:
-    """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
+_RANKED_KEYS = frozenset({"id", "score", "section"})
+_PROMPT_SOURCES = ("logged", "recovered")
 
-    Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
-    unless some entry names one (seed 004's minimum log: id, score and section).
-    """
-    if not isinstance(value, (list, tuple)):
-        raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
-    if value and isinstance(value[0], dict):
-        ids, scores, sections = [], [], []
-        for item in value:
-            if not isinstance(item, dict) or "id" not in item:
-                raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
-            extra = set(item) - _RANKED_KEYS
-            if extra:
-                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry (known: id, score, section)", name)
-            score = item.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise _fail(f"score must be a number, got {score!r}", name)
-            if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
-                raise _fail(f"score must be a finite number, got {score!r}", name)
-            section = item.get("section")
-            if section is not None and type(section) is not str:
-                raise _fail(f"section must be a string, got {section!r:.40}", name)
-            ids.append(_as_id(item["id"], name))
-            scores.append(float(score))
-            sections.append(section)
-        return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
-    return _as_ids(value, name), None, None
+
+def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float, str | None]:
+    """One ranked entry's checks: a number for a score, a string (or nothing) for a section, an id."""
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise _fail(f"score must be a number, got {score!r}", name)
+    if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
+        raise _fail(f"score must be a finite number, got {score!r}", name)
+    if section is not None and type(section) is not str:
+        raise _fail(f"section must be a string, got {section!r:.40}", name)
+    return _as_id(item_id, name), float(score), section
 
 
 def _finite(score: int | float) -> bool:
@@ -96,8 +95,51 @@ def _finite(score: int | float) -> bool:
         return False
 
 
-_RANKED_KEYS = frozenset({"id", "score", "section"})
-_PROMPT_SOURCES = ("logged", "recovered")
+def _ranked(entries: Iterable[tuple[str, float, str | None]]
+            ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
+    ids, scores, sections = zip(*entries) if entries else ((), (), ())
+    return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
+
+
+def _as_ranked(value: Any, name: str
+               ) -> tuple[tuple[str, ...], tuple[float, ...] | None, tuple[str | None, ...] | None]:
+    """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
+
+    Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
+    unless some entry names one (the minimum log per request of *Diagnosing RAG Failure
+    Modes*: id, score and section of every retrieved passage).
+    """
+    if not isinstance(value, (list, tuple)):
+        raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
+    if value and isinstance(value[0], dict):
+        entries = []
+        for item in value:
+            if not isinstance(item, dict) or "id" not in item:
+                raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
+            extra = set(item) - _RANKED_KEYS
+            if extra:
+                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry (known: id, score, section)", name)
+            entries.append(_ranked_entry(item["id"], item.get("score"), item.get("section"), name))
+        return _ranked(entries)
+    return _as_ids(value, name), None, None
+
+
+class _Columns(NamedTuple):
+    """A ranked list given as columns (ids, scores, sections), as a Parquet row or a Trace holds it."""
+
+    ids: Sequence[Any]
+    scores: Sequence[Any]
+    sections: Sequence[Any] | None
+
+    def check(self, name: str) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
+        if not self.ids:  # as an empty list of entries reads: no scores
+            return (), None, None
+        sections = self.sections if self.sections is not None else (None,) * len(self.ids)
+        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, self.scores, sections)])
+
+
+def _as_ranked_value(value: Any, name: str) -> Any:
+    return value.check(name) if type(value) is _Columns else _as_ranked(value, name)
 
 
 def _as_prompt_source(value: Any, name: str) -> str:
@@ -138,84 +180,92 @@ def _as_error(value: Any, name: str) -> dict[str, str]:
     return {"stage": value["stage"], "message": value.get("message", "")}
 
 
-def _nullable(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    def checked(value: Any, name: str) -> Any:
-        return None if value is None else check(value, name)
-    return checked
+class Kind(NamedTuple):
+    """What a field holds.
+
+    ``check(value, name)`` converts a decoded JSON value or raises :class:`TraceError`;
+    ``plain`` is the type of the values it returns unchanged, once a list is a tuple (None:
+    it converts every value, so a typed decoder must leave such a field to it); ``arrow``
+    gives the field's Arrow type from the pyarrow module (passed in, so that only a Parquet
+    reader loads pyarrow), and ``arrow_plain`` says whether a column of that type holds
+    exactly the values ``check`` takes as is (``meta`` is stored as JSON text: it does not).
+    """
+
+    check: Callable[[Any, str], Any]
+    plain: Any
+    arrow: Callable[[Any], Any]
+    arrow_plain: bool = True
 
 
-def _not_null(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    def checked(value: Any, name: str) -> Any:
-        if value is None:
-            raise _fail("must not be null", name)
-        return check(value, name)
-    return checked
+ID = Kind(_as_id, str, lambda pa: pa.string())
+TEXT = Kind(_as_str, str, lambda pa: pa.string())
+IDS = Kind(_as_ids, tuple[str, ...], lambda pa: pa.list_(pa.string()))
+#: A ranked list: its ids here, its scores and sections in ``<name>_scores`` and ``<name>_sections``.
+RANKED = Kind(_as_ranked_value, tuple[str, ...], lambda pa: pa.list_(pa.string()))
+FLAG = Kind(_as_bool, bool, lambda pa: pa.bool_())
+FLAGS = Kind(_as_bools, tuple[bool, ...], lambda pa: pa.list_(pa.bool_()))
+PROMPT_SOURCE = Kind(_as_prompt_source, None, lambda pa: pa.string(), False)
+ERROR = Kind(_as_error, None, lambda pa: pa.struct([("stage", pa.string()), ("message", pa.string())]), False)
+META = Kind(_as_dict, dict[str, Any], lambda pa: pa.string(), False)  # stored as JSON text
+#: The columns of a ranked list's scores and sections, by suffix, with their Arrow types.
+RANKED_PARTS: dict[str, Callable[[Any], Any]] = {"scores": lambda pa: pa.list_(pa.float64()),
+                                                 "sections": lambda pa: pa.list_(pa.string())}
 
 
-# name -> (checker, default). The order is the documented order of the fields.
-FIELDS: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
-    "query_id": (_nullable(_as_id), None),  # null is reported as missing below
-    "pipeline": (_not_null(_as_str), "default"),
-    "query": (_not_null(_as_str), ""),
-    "gold": (_not_null(_as_ids), ()),
-    "answerable": (_not_null(_as_bool), True),
-    "retrieved": (_not_null(_as_ids), ()),  # read by _as_ranked, see check_record
-    "reranked": (_nullable(_as_ids), None),  # read by _as_ranked too
-    "prompt": (_nullable(_as_ids), None),
-    "prompt_source": (_nullable(_as_prompt_source), None),
-    "truncated": (_nullable(_as_ids), None),
-    "answer": (_not_null(_as_str), ""),
-    "answer_ids": (_nullable(_as_ids), None),
-    "correct": (_nullable(_as_bool), None),
-    "refused": (_not_null(_as_bool), False),
-    "claims": (_nullable(_as_bools), None),
-    "complete": (_nullable(_as_bool), None),
-    "query_ok": (_nullable(_as_bool), None),
-    "error": (_nullable(_as_error), None),
-    "model": (_nullable(_as_str), None),
-    "prompt_version": (_nullable(_as_str), None),
-    "timestamp": (_nullable(_as_str), None),
-    "meta": (_nullable(_as_dict), None),
+class Field(NamedTuple):
+    """One trace field: its kind, its default (when absent), and whether null is allowed.
+
+    A field that allows no null and defaults to None is required: absent or null, it is
+    reported as missing. ``meta`` absent or null is no metadata: ``{}`` in the normalised form.
+    """
+
+    kind: Kind
+    default: Any
+    nullable: bool
+
+
+# The order is the documented order of the fields.
+FIELDS: dict[str, Field] = {
+    "query_id": Field(ID, None, False),
+    "pipeline": Field(TEXT, "default", False),
+    "query": Field(TEXT, "", False),
+    "gold": Field(IDS, (), False),
+    "answerable": Field(FLAG, True, False),
+    "retrieved": Field(RANKED, (), False),
+    "reranked": Field(RANKED, None, True),
+    "prompt": Field(IDS, None, True),
+    "prompt_source": Field(PROMPT_SOURCE, None, True),
+    "truncated": Field(IDS, None, True),
+    "answer": Field(TEXT, "", False),
+    "answer_ids": Field(IDS, None, True),
+    "correct": Field(FLAG, None, True),
+    "refused": Field(FLAG, False, False),
+    "claims": Field(FLAGS, None, True),
+    "complete": Field(FLAG, None, True),
+    "query_ok": Field(FLAG, None, True),
+    "error": Field(ERROR, None, True),
+    "model": Field(TEXT, None, True),
+    "prompt_version": Field(TEXT, None, True),
+    "timestamp": Field(TEXT, None, True),
+    "meta": Field(META, None, True),
 }
-_DEFAULTS = {name: default for name, (_, default) in FIELDS.items()}
-# Not JSON fields of their own: the scores and sections of ranked ``{"id", "score"}`` entries.
-_RANKED_EXTRAS = {f"{stage}_{part}": None for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
-_START = {**_DEFAULTS, **_RANKED_EXTRAS}
-
-
-def _passes(name: str, value: Any, expected: Any) -> bool:
-    try:
-        return FIELDS[name][0](value, name) == expected
-    except TraceError:
-        return False
-
+#: The ranked fields, whose scores and sections are kept in fields of the normalised form
+#: (and columns of a Parquet file) of their own: ``retrieved_scores``, ``retrieved_sections``...
+RANKED_FIELDS: tuple[str, ...] = tuple(name for name, f in FIELDS.items() if f.kind is RANKED)
+_PARTS = {f"{name}_{part}": name for name in RANKED_FIELDS for part in RANKED_PARTS}
+#: Every column a row of traces may hold, in the documented order: the fields and the ranked parts.
+COLUMNS: tuple[str, ...] = tuple(c for name in FIELDS for c in
+                                 (name, *(f"{name}_{part}" for part in RANKED_PARTS if name in RANKED_FIELDS)))
+_REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is None and not f.nullable)
+_START = {**{name: f.default for name, f in FIELDS.items()}, **dict.fromkeys(_PARTS)}
 
 # check_record's fast path, for a million-line replay: a value whose check is a plain type
-# test (null where null is allowed, a string, a boolean, a list of string ids) is taken as
-# is, with the result its checker gives it; any other value goes to its checker, which
-# converts it or names the field. The sets are found by asking each checker, so they
-# follow FIELDS.
-NULLABLE_FIELDS = frozenset(name for name in FIELDS if _passes(name, None, None))
-_STRINGS = frozenset(name for name in FIELDS if _passes(name, "x", "x"))
-_BOOLEANS = frozenset(name for name in FIELDS if _passes(name, True, True) and _passes(name, False, False))
-_ID_LISTS = frozenset(name for name in FIELDS if _passes(name, ["a", "b"], ("a", "b")))
-_BOOL_LISTS = frozenset(name for name in FIELDS if _passes(name, [True, False], (True, False)))
-_OBJECTS = frozenset(name for name in FIELDS if _passes(name, {"k": [1]}, {"k": [1]}))
-
-
-def fast_type_of(name: str) -> tuple[type | None, bool]:
-    """``(type, nullable)``: the plain type a field's checker takes as is, from the same probes.
-
-    ``list[str]`` (ids), ``str``, ``bool``, ``list[bool]`` or ``dict[str, Any]``; None when
-    the check does more than a type test. Typed decoders (:mod:`ragstage.record`) are built
-    from this, so they follow :data:`FIELDS` instead of restating it.
-    """
-    nullable = name in NULLABLE_FIELDS
-    for kinds, kind in ((_ID_LISTS, list[str]), (_STRINGS, str), (_BOOLEANS, bool), (_BOOL_LISTS, list[bool]),
-                        (_OBJECTS, dict[str, Any])):
-        if name in kinds:
-            return kind, nullable
-    return None, nullable
+# test (null where null is allowed, a string, a boolean, a list of string ids) is taken as is;
+# any other value goes to its field's check, which converts it or names the field.
+_NULL_OK = frozenset(name for name, f in FIELDS.items() if f.nullable or name in _REQUIRED)
+_STRINGS = frozenset(name for name, f in FIELDS.items() if f.kind.plain is str)
+_BOOLEANS = frozenset(name for name, f in FIELDS.items() if f.kind.plain is bool)
+_ID_LISTS = frozenset(name for name, f in FIELDS.items() if f.kind.plain == tuple[str, ...])
 
 
 def check_record(record: Any) -> dict[str, Any]:
@@ -232,7 +282,7 @@ def check_record(record: Any) -> dict[str, Any]:
     for name, value in record.items():
         kind = type(value)
         if value is None:
-            if name in NULLABLE_FIELDS:
+            if name in _NULL_OK:
                 out[name] = None
                 continue
         elif kind is str:
@@ -252,8 +302,9 @@ def check_record(record: Any) -> dict[str, Any]:
             out[name] = value
             continue
         _check_field(out, name, value)
-    if out["query_id"] is None:
-        raise _fail("missing (every trace needs a query_id)", "query_id")
+    for name in _REQUIRED:
+        if out[name] is None:
+            raise missing(name)
     if out["meta"] is None:
         out["meta"] = {}
     return out
@@ -263,28 +314,61 @@ def _check_field(out: dict[str, Any], name: str, value: Any) -> None:
     """The full check of one field: conversions (integer ids, ranked entries) and the errors."""
     spec = FIELDS.get(name)
     if spec is None:
-        raise _fail(f"unknown field (known: {', '.join(FIELDS)})", name)
-    if name == "retrieved":
-        if value is None:
+        raise unknown_field(name)
+    if value is None:
+        if not spec.nullable:
             raise _fail("must not be null", name)
-        out["retrieved"], out["retrieved_scores"], out["retrieved_sections"] = _as_ranked(value, name)
-    elif name == "reranked":
-        if value is not None:
-            out["reranked"], out["reranked_scores"], out["reranked_sections"] = _as_ranked(value, name)
+        out[name] = None
+    elif spec.kind is RANKED:
+        out[name], out[f"{name}_scores"], out[f"{name}_sections"] = spec.kind.check(value, name)
     else:
-        out[name] = spec[0](value, name)
+        out[name] = spec.kind.check(value, name)
 
 
-def ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
-                    sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
-    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores."""
+def check_columns(names: Iterable[str]) -> None:
+    """Reject a column that is no trace column (the fields and the ranked lists' parts)."""
+    for name in names:
+        if name not in FIELDS and name not in _PARTS:
+            raise unknown_field(name)
+
+
+def check_row(row: dict[str, Any]) -> dict[str, Any]:
+    """:func:`check_record` for a row of columns, where a ranked list's scores and sections sit
+    in ``<stage>_scores`` and ``<stage>_sections`` (a Parquet row, a Trace's attributes).
+
+    The parts are checked as ``{"id", "score", "section"}`` entries would be, with the same
+    errors, without building the entries. ``row`` is consumed.
+    """
+    for stage in RANKED_FIELDS:
+        scores, sections = row.pop(f"{stage}_scores", None), row.pop(f"{stage}_sections", None)
+        if scores is None and sections is None:
+            continue
+        ids = row.get(stage)
+        if _has_scores(ids, scores, sections, stage) and type(ids) in (list, tuple):
+            row[stage] = _Columns(ids, scores, sections)
+    return check_record(row)
+
+
+def _has_scores(ids: Sequence[Any] | None, scores: Sequence[Any] | None, sections: Sequence[Any] | None,
+                name: str) -> bool:
+    """Whether a ranked list in columns carries scores; raises when its parts do not fit its ids."""
     if ids is None or scores is None:
         if sections is not None:
             raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)
-        return None
+        return False
+    if not isinstance(scores, (list, tuple)):
+        raise _fail(f"expected a list of scores, got {type(scores).__name__} {scores!r:.60}", name)
     if len(scores) != len(ids) or (sections is not None and len(sections) != len(ids)):
         raise _fail(f"{len(ids)} ids but {len(scores)} scores"
                     + ("" if sections is None else f" and {len(sections)} sections"), name)
+    return True
+
+
+def ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
+                   sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
+    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores (for JSON)."""
+    if ids is None or not _has_scores(ids, scores, sections, name):
+        return None
     entries: list[dict[str, Any]] = [{"id": i, "score": s} for i, s in zip(ids, scores)]
     if sections is not None:
         for entry, section in zip(entries, sections):

@@ -1,20 +1,29 @@
-"""One entry point per direction for trace files, whatever their format: JSON Lines or Parquet.
+"""The one place that picks a trace file's format: JSON Lines or Parquet, for reading, counting and writing.
 
-The command line reads a ``.jsonl``/``.jsonl.gz`` file or a Parquet file or folder through
-:func:`read_any`, and ``ragstage convert`` writes either through :func:`convert`. pyarrow is
-imported only when a Parquet path is met, so JSON Lines users never load it.
+A path is Parquet when it ends in ``.parquet`` or is a folder (a Parquet dataset: its
+``.parquet`` files); anything else is JSON Lines (``.jsonl``, or ``.jsonl.gz``). The command
+line reads traces through :func:`read_any`, counts them through :func:`count_files` and
+writes them through :func:`convert`. pyarrow is imported only when a Parquet path is met, so
+JSON Lines users never load it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .atomic import check_output
-from .streaming import is_parquet
+from .streaming import count_jsonl
+from .tally import Tally
 from .trace import Trace, TraceError, read_traces, write_traces
 
-__all__ = ["read_any", "convert"]
+__all__ = ["is_parquet", "read_any", "count_file", "count_files", "convert"]
+
+
+def is_parquet(path: str | Path) -> bool:
+    """A ``.parquet`` file, or a folder (a Parquet dataset: its ``.parquet`` files)."""
+    path = Path(path)
+    return path.suffix == ".parquet" or path.is_dir()
 
 
 def read_any(path: str | Path) -> Iterator[Trace]:
@@ -24,6 +33,25 @@ def read_any(path: str | Path) -> Iterator[Trace]:
 
         return read_parquet(path)
     return read_traces(path)
+
+
+def count_file(path: str | Path, by: str | None = "pipeline", require: str = "any",
+               workers: int | None = None) -> Tally:
+    """Bucket and flag counts per group of one trace file (or Parquet folder), on ``workers`` processes."""
+    if is_parquet(path):
+        from .parquet import count_parquet
+
+        return count_parquet(path, by, require, workers)
+    return count_jsonl(path, by, require, workers)
+
+
+def count_files(paths: Iterable[str | Path], by: str | None = "pipeline", require: str = "any",
+                workers: int | None = None) -> Tally:
+    """Bucket and flag counts per group over several files (duplicates are checked within each file)."""
+    total = Tally()
+    for path in paths:
+        total.update(count_file(path, by, require, workers))
+    return total
 
 
 def convert(source: str | Path, target: str | Path) -> int:

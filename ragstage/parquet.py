@@ -1,13 +1,14 @@
 """Traces as Parquet: the Arrow schema, reading by row group, writing, and counting on every core.
 
 A team whose traces live in a lake should not have to export JSON Lines. A Parquet row is a
-trace: each column holds one field of :data:`ragstage.trace.FIELDS` (a null is a JSON
+trace: each column holds one field of :data:`ragstage.fields.FIELDS` (a null is a JSON
 null, so ``gold`` may not be null, exactly as in a JSON line), and every row goes through
-the same checks (:func:`~ragstage.trace.check_record`, or its plain-type fast path, see
-:func:`batch_records`) and :func:`~ragstage.attribution.diagnose_record` as a JSON line.
-Errors name the file, the row (1-based, within the file) and the field.
+the same checks (:func:`~ragstage.fields.check_row`, or the plain-type fast path, see
+:func:`batch_records`) and the same counting (:func:`~ragstage.tally.tally_records`) as a
+JSON line. Errors name the file, the row (1-based, within the file) and the field.
 
-The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`: ids
+The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`, built
+from the rows of :data:`~ragstage.fields.FIELDS`: ids
 as ``list<string>``, the scores and sections of ranked entries in columns of their own
 (``retrieved_scores``, ``retrieved_sections``, ``reranked_scores``, ``reranked_sections``),
 ``error`` as ``struct<stage, message>``, ``meta`` as JSON text. A file may hold any subset
@@ -31,43 +32,37 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_output
-from .fields import FIELDS, NULLABLE_FIELDS, FirstSeen, TraceError, check_record, fast_type_of, ranked_entries
+from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_columns, check_record, check_row
 from .record import Record, as_record
-from .streaming import Tally, find_duplicate, repeated_digests, tally_records
+from .tally import Tally, find_duplicate, repeated_digests, tally_records
 from .trace import Trace
 
-__all__ = ["SCHEMA", "RowError", "batch_records", "parquet_files", "read_parquet_records", "read_parquet",
+__all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
            "write_parquet", "count_parquet"]
 
 T = TypeVar("T")
-_IDS = pa.list_(pa.string())
-#: The Arrow schema of a trace, in the documented field order.
-SCHEMA = pa.schema([
-    ("query_id", pa.string()), ("pipeline", pa.string()), ("query", pa.string()), ("gold", _IDS),
-    ("answerable", pa.bool_()),
-    ("retrieved", _IDS), ("retrieved_scores", pa.list_(pa.float64())), ("retrieved_sections", _IDS),
-    ("reranked", _IDS), ("reranked_scores", pa.list_(pa.float64())), ("reranked_sections", _IDS),
-    ("prompt", _IDS), ("prompt_source", pa.string()), ("truncated", _IDS), ("answer", pa.string()),
-    ("answer_ids", _IDS), ("correct", pa.bool_()), ("refused", pa.bool_()), ("claims", pa.list_(pa.bool_())),
-    ("complete", pa.bool_()), ("query_ok", pa.bool_()),
-    ("error", pa.struct([("stage", pa.string()), ("message", pa.string())])),
-    ("model", pa.string()), ("prompt_version", pa.string()), ("timestamp", pa.string()), ("meta", pa.string()),
-])
-_RANKED = {f"{stage}_{part}": stage for stage in ("retrieved", "reranked") for part in ("scores", "sections")}
-_FOLDED = {*_RANKED, "meta"}  # columns that need _check's work before check_record
+
+
+def _arrow_type(column: str) -> pa.DataType:
+    if column in FIELDS:
+        return FIELDS[column].kind.arrow(pa)
+    return RANKED_PARTS[column.rpartition("_")[2]](pa)
+
+
+#: The Arrow schema of a trace, in the documented field order (from :data:`ragstage.fields.FIELDS`).
+SCHEMA = pa.schema([(column, _arrow_type(column)) for column in COLUMNS])
+_PARTS = frozenset(COLUMNS) - set(FIELDS)  # the scores and sections of ranked lists
+_FOLDED = {*_PARTS, "meta"}  # columns that need _check's work before check_record
 # Columns no rule reads: skipped when their type and null counts already prove every value valid.
-_UNREAD = {"query": False, "model": True, "prompt_version": True, "timestamp": True}  # name -> nullable
+_UNREAD = ("query", "model", "prompt_version", "timestamp")
+# A column that is null on every row of a batch, where null is allowed, is left out of the batch.
+_DROPPABLE = frozenset(name for name, f in FIELDS.items() if f.nullable) | _PARTS
+# A column whose Arrow type is its field's plain type holds only values the check takes as is
+# (nulls aside): a batch of such columns is turned into records without a per-row check.
+_FAST_COLUMNS = {name: (f.kind.arrow(pa), f.nullable) for name, f in FIELDS.items() if f.kind.arrow_plain}
 _ROWS_PER_GROUP = 131_072
 _BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
-
-
-class RowError(TraceError):
-    """Bad trace input in a Parquet file: names the file, the row (1-based) and the field."""
-
-    def __init__(self, message: str, *, path: str, row: int | None = None, field: str | None = None) -> None:
-        super().__init__(message, path=path, line=row, field=field)
-        where = [path] + ([f"row {row}"] if row is not None else []) + ([f"field '{field}'"] if field else [])
-        self.args = (f"{', '.join(where)}: {message}",)
+_DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
 def parquet_files(path: str | Path) -> list[Path]:
@@ -91,17 +86,17 @@ def _open(path: Path) -> pq.ParquetFile:
 
 
 def _columns(pf: pq.ParquetFile, path: Path, by: str | None, every: bool) -> list[str]:
-    """The columns to read: every trace column, less those no rule reads whose values are known valid."""
+    """The columns to read: every trace column, less (unless ``every``) those no rule reads
+    whose values the file's schema and statistics prove valid (those fields keep their defaults)."""
     schema = pf.schema_arrow
-    names = schema.names
-    for name in names:
-        if name not in FIELDS and name not in _RANKED:
-            raise RowError(f"unknown field (known: {', '.join(FIELDS)})", path=str(path), field=name)
+    try:
+        check_columns(schema.names)
+    except TraceError as exc:
+        raise TraceError(exc.detail, path=str(path), field=exc.field, unit="row") from None
     keep = []
-    for name in names:
-        nullable = _UNREAD.get(name)
-        if not every and nullable is not None and name != by and pa.types.is_string(schema.field(name).type) and (
-                nullable or _no_nulls(pf, name)):
+    for name in schema.names:
+        if not every and name in _UNREAD and name != by and pa.types.is_string(schema.field(name).type) and (
+                FIELDS[name].nullable or _no_nulls(pf, name)):
             continue
         keep.append(name)
     return keep
@@ -124,15 +119,14 @@ def _drop_null_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Leave out a column that is null on every row of the batch where null is allowed: that is
     the field's default, the same as a JSON line without it, and costs nothing to convert."""
     names = batch.schema.names
-    drop = [i for i, name in enumerate(names) if (name in NULLABLE_FIELDS or name in _RANKED) and name != "query_id"
-            and batch.column(i).null_count == batch.num_rows]
+    drop = [i for i, name in enumerate(names) if name in _DROPPABLE and batch.column(i).null_count == batch.num_rows]
     for i in reversed(drop):
         batch = batch.remove_column(i)
     return batch
 
 
 def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    """The raw trace objects of a batch, as a JSON line would decode them (but for ranked scores)."""
+    """The raw trace objects of a batch: each row's columns, as a JSON line would decode them."""
     names = batch.schema.names
     values = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
     if "meta" in values:
@@ -141,17 +135,11 @@ def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in zip(*values.values())]
 
 
-def _checked_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
-    """Each row of a batch through :func:`check_record`: normalised dicts, or the row's TraceError."""
+def checked_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    """Each row of a batch, checked and normalised (:func:`~ragstage.fields.check_row`), or its TraceError."""
+    batch = _drop_null_columns(batch)
     check = _check if _FOLDED.intersection(batch.schema.names) else check_record
     return map(check, _records(batch))
-
-
-_ARROW_KINDS = {str: pa.string(), bool: pa.bool_(), list[str]: _IDS, list[bool]: pa.list_(pa.bool_())}
-# A column can skip the per-row check when its Arrow type is the plain type its checker takes
-# as is (ragstage.fields.fast_type_of): then every value passes unchanged, nulls aside.
-_FAST_COLUMNS = {name: (_ARROW_KINDS[kind], nullable and name != "query_id")
-                 for name in FIELDS for kind, nullable in [fast_type_of(name)] if kind in _ARROW_KINDS}
 
 
 def _plain(batch: pa.RecordBatch) -> bool:
@@ -167,18 +155,29 @@ def _plain(batch: pa.RecordBatch) -> bool:
     return True
 
 
+def _python(column: pa.Array) -> Iterable[Any]:
+    """A column's values in the normalised form: lists as tuples."""
+    values = column.to_pylist()
+    if not pa.types.is_list(column.type):
+        return values
+    if column.null_count:
+        return [None if v is None else tuple(v) for v in values]
+    return map(tuple, values)
+
+
 def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
     """The checked :class:`~ragstage.record.Record` of each row of a batch, in order.
 
     When every column holds only values its check takes as is, the records are built
-    straight from the columns; otherwise each row goes through :func:`check_record`, which
+    straight from the columns; otherwise each row goes through the full check, which
     converts it or raises the :class:`TraceError` naming the field.
     """
+    batch = _drop_null_columns(batch)
     if not _plain(batch):
-        return map(as_record, _checked_rows(batch))
+        return map(as_record, checked_rows(batch))
     present = dict(zip(batch.schema.names, batch.columns))
-    columns = [present[name].to_pylist() if name in present else repeat(default)
-               for name, (_, default) in FIELDS.items()]
+    columns = [_python(present[name]) if name in present else iter(dict, None) if name == "meta"
+               else repeat(f.default) for name, f in FIELDS.items()]
     return map(Record, *columns)
 
 
@@ -193,18 +192,10 @@ def _meta(text: str) -> Any:
         return _BadMeta(text)
 
 
-
-
 def _check(raw: dict[str, Any]) -> dict[str, Any]:
-    for stage in ("retrieved", "reranked"):  # scores and sections fold back into {"id", "score"} entries
-        scores, sections = raw.pop(f"{stage}_scores", None), raw.pop(f"{stage}_sections", None)
-        if scores is not None or sections is not None:
-            entries = ranked_entries(raw.get(stage), scores, sections, stage)
-            if entries is not None:
-                raw[stage] = entries
     if type(raw.get("meta")) is _BadMeta:
         raise TraceError(f"expected JSON text of an object, got {raw['meta']!r:.60}", field="meta")
-    return check_record(raw)
+    return check_row(raw)
 
 
 def _groups(path: str | Path) -> list[tuple[Path, int]]:
@@ -228,29 +219,26 @@ def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: in
           convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[T]:
     try:
         for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
-            rows = convert(_drop_null_columns(batch))
+            rows = convert(batch)
             while True:
                 try:
                     rec = next(rows)
                 except StopIteration:
                     break
                 except TraceError as exc:
-                    raise RowError(exc.detail, path=file, row=row + 1, field=exc.field) from None
+                    raise TraceError(exc.detail, path=file, line=row + 1, field=exc.field, unit="row") from None
                 row += 1
                 yield rec
     except (OSError, pa.ArrowException) as exc:
-        raise RowError(f"unreadable row group {group} ({exc})", path=file, row=row + 1) from None
+        raise TraceError(f"unreadable row group {group} ({exc})", path=file, line=row + 1, unit="row") from None
 
 
-def read_parquet_records(path: str | Path, *, every: bool = True) -> Iterator[tuple[str, int, dict[str, Any]]]:
+def read_parquet_records(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """``(file, row, normalised record)`` for every row, streamed one row group at a time.
 
-    ``every=False`` reads only the columns attribution needs: the text columns no rule reads
-    are skipped when the file's schema and statistics prove them valid (then those fields
-    keep their defaults). No duplicate check here: see :func:`count_parquet` and
-    :func:`read_parquet`.
+    No duplicate check here: see :func:`count_parquet` and :func:`read_parquet`.
     """
-    for file, start, records in _group_records(_groups(path), None, every, _checked_rows):
+    for file, start, records in _group_records(_groups(path), None, True, checked_rows):
         for row, rec in enumerate(records, start=start + 1):
             yield file, row, rec
 
@@ -262,7 +250,7 @@ def _key_columns(files: list[Path]) -> Iterator[tuple[str, int, str, str]]:
         row = 0
         for batch in pf.iter_batches(columns=columns):
             ids = batch.column(0).to_pylist()
-            pipes = batch.column(1).to_pylist() if len(columns) == 2 else ["default"] * batch.num_rows
+            pipes = batch.column(1).to_pylist() if len(columns) == 2 else [_DEFAULT_PIPELINE] * batch.num_rows
             for query_id, pipeline in zip(ids, pipes):
                 row += 1
                 yield str(file), row, str(query_id), pipeline
@@ -272,7 +260,7 @@ def _raise_duplicate(files: list[Path], suspects: set[int]) -> None:
     duplicate = find_duplicate(_key_columns(files), suspects, "row")
     if duplicate is not None:
         message, file, row = duplicate
-        raise RowError(message, path=file, row=row, field="query_id")
+        raise TraceError(message, path=file, line=row, field="query_id", unit="row")
 
 
 def read_parquet(path: str | Path) -> Iterator[Trace]:
@@ -285,7 +273,7 @@ def read_parquet(path: str | Path) -> Iterator[Trace]:
     for file, row, rec in read_parquet_records(path):
         repeated = seen.repeat(file, row, rec["query_id"], rec["pipeline"])
         if repeated:
-            raise RowError(repeated, path=file, row=row, field="query_id")
+            raise TraceError(repeated, path=file, line=row, field="query_id", unit="row")
         yield Trace._from_clean(rec)
 
 
@@ -332,8 +320,8 @@ def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) 
     digests = array("q")
     try:
         records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False, batch_records))
-        out.tally = Tally.from_counts(tally_records(records, by, require, digests))
-    except RowError as exc:
+        out.tally = tally_records(records, by, require, digests)
+    except TraceError as exc:  # _rows located it: path, row and field
         out.error = (exc.detail, str(exc.path), exc.line, exc.field)
     out.digests = digests.tobytes()
     return out
@@ -358,7 +346,7 @@ def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = 
     for share in shares:
         if share.error is not None:
             message, file, row, fld = share.error
-            raise RowError(message, path=file, row=row, field=fld)
+            raise TraceError(message, path=file, line=row, field=fld, unit="row")
     suspects = repeated_digests(s.digests for s in shares)
     if suspects:
         _raise_duplicate(files, suspects)

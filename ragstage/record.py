@@ -5,15 +5,15 @@
 decodes each line with msgspec straight into :class:`Record`, a typed struct whose field
 types do the checking in C while the line is parsed.
 
-The types are not a second copy of the field rules: they are found by asking each checker
-of :data:`~ragstage.fields.FIELDS` what it takes as is (a string, a boolean, a list of
-string ids, a list of booleans, an object; null where null is allowed). A field whose check
-does more than a type test (an integer id to convert, ranked ``{"id", "score"}`` entries, an
-``error`` object, a ``prompt_source``) is typed to accept only null. A line that does not fit
-the fast types is therefore not rejected here: it goes to ``check_record``, which converts
-it or raises the error that names the field. So every line gets exactly the checks and
-errors it would get from ``check_record``, and ``tests/test_record.py`` checks the two
-agree on random records, bad ones included.
+The struct is built from the rows of :data:`~ragstage.fields.FIELDS`: each field is typed
+with its kind's plain type (a string, a boolean, a tuple of string ids, a tuple of booleans,
+an object; null where null is allowed), and a field whose check does more than a type test
+(an integer id to convert, ranked ``{"id", "score"}`` entries, an ``error`` object, a
+``prompt_source``) is typed to accept only null. A line that does not fit the plain types is
+therefore not rejected here: it goes to ``check_record``, which converts it or raises the
+error that names the field. So every line gets exactly the checks, errors and normalised
+form it would get from ``check_record``, and ``tests/test_record.py`` checks the two agree
+on random records, bad ones included.
 """
 
 from __future__ import annotations
@@ -23,24 +23,26 @@ from typing import Any, Optional
 import msgspec
 import orjson
 
-from .fields import FIELDS, TraceError, check_record, fast_type_of
+from .fields import FIELDS, check_record, missing
 
 __all__ = ["Record", "decode_record", "as_record"]
 
 
 def _struct_fields() -> list[tuple[str, Any, Any]]:
-    out = []
-    for name, (_, default) in FIELDS.items():
-        kind, nullable = fast_type_of(name)
-        kind = None if kind is None else (Optional[kind] if nullable else kind)
-        out.append((name, kind, default))
+    out: list[tuple[str, Any, Any]] = []
+    for name, f in FIELDS.items():
+        plain = f.kind.plain
+        if name == "meta":  # absent or null is no metadata: a fresh {} (a null goes to check_record)
+            out.append((name, plain, msgspec.field(default_factory=dict)))
+            continue
+        kind = None if plain is None else (Optional[plain] if f.nullable or f.default is None else plain)
+        out.append((name, kind, f.default))
     return out
 
 
 #: A normalised trace with attribute access: what :func:`~ragstage.attribution.diagnose_record`
-#: reads, like a :class:`~ragstage.trace.Trace`. Id lists may be lists or tuples; ``meta``
-#: may be None (no metadata). The scores and sections of ranked entries are not kept: no
-#: rule reads them. ``gc=False``: a decoded trace holds no reference cycles.
+#: reads, like a :class:`~ragstage.trace.Trace`. The scores and sections of ranked entries are
+#: not kept: no rule reads them. ``gc=False``: a decoded trace holds no reference cycles.
 Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=True, gc=False,
                            module=__name__)
 _decode = msgspec.json.Decoder(Record).decode
@@ -55,10 +57,10 @@ def decode_record(line: bytes) -> Record:
     """
     try:
         rec = _decode(line)
-    except msgspec.DecodeError:  # not the fast types (or not JSON): the full check decides
+    except msgspec.DecodeError:  # not the plain types (or not JSON): the full check decides
         return as_record(check_record(orjson.loads(line)))
-    if rec.query_id is None:  # typed as nullable only so that check_record can say "missing"
-        raise TraceError("missing (every trace needs a query_id)", field="query_id")
+    if rec.query_id is None:  # typed as nullable only so that the error is check_record's "missing"
+        raise missing("query_id")
     if rec.meta:
         rec.meta = _as_orjson_reads(rec.meta)
     return rec

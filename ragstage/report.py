@@ -7,7 +7,7 @@ Everything here starts from bucket counts, so the same code reads traces a reade
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -16,7 +16,7 @@ import pandas as pd
 from .attribution import BUCKETS, RIGHT, Stage, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
-from .streaming import group_of
+from .tally import tally_records
 from .trace import Trace
 
 __all__ = [
@@ -41,10 +41,7 @@ FUNNEL_COLUMNS = ["group", "stage", "entered", "survived", "rate", "low", "high"
 def count_buckets(traces: Iterable[Trace], by: str | None = "pipeline",
                   require: str = "any") -> dict[str, Counter[str]]:
     """``{group: Counter(bucket -> count)}``; ``by`` is a trace field, a ``meta`` key, or None."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    for trace in traces:
-        counts[group_of(trace, by)][diagnose(trace, require).stage.value] += 1
-    return dict(counts)
+    return tally_records(traces, by, require).buckets
 
 
 def table_from_counts(counts: Mapping[str, Mapping[str, int]], *, empty: bool = False) -> pd.DataFrame:
@@ -122,19 +119,15 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
     those traces only; reranking only when some trace in the group had a reranking stage:
     an unmeasured stage is not a healthy one, so it is not shown as 100% survival.
     """
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    qu_measured: Counter[str] = Counter()
-    measured: dict[str, set[str]] = defaultdict(lambda: {"retrieval", "prompt_assembly", "generation"})
-    for trace in traces:
-        group = group_of(trace, by)
-        bucket = diagnose(trace, require).stage.value
-        counts[group][bucket] += 1
-        if trace.query_ok is not None:
-            measured[group].add("query_understanding")
-            qu_measured[group] += bucket not in _OUTSIDE
-        if trace.reranked is not None:
-            measured[group].add("reranking")
-    frames = [funnel_from_counts({g: c}, stages=measured[g], qu_measured=qu_measured) for g, c in counts.items()]
+    tally = tally_records(traces, by, require)
+    frames = []
+    for group, buckets in tally.buckets.items():
+        judged = tally.query_judged.get(group, {})
+        stages = {"retrieval", "prompt_assembly", "generation"}
+        stages |= {"query_understanding"} if judged else set()
+        stages |= {"reranking"} if tally.reranked[group] else set()
+        qu_measured = {group: sum(k for bucket, k in judged.items() if bucket not in _OUTSIDE)}
+        frames.append(funnel_from_counts({group: buckets}, stages=stages, qu_measured=qu_measured))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FUNNEL_COLUMNS)
 
 
@@ -170,13 +163,8 @@ def stage_entrants(traces: Iterable[Trace], stage: str, require: str = "any") ->
 
 def count_flags(traces: Iterable[Trace], by: str | None = "pipeline") -> tuple[dict[str, Counter[str]], Counter[str]]:
     """``({group: Counter(flag -> count)}, Counter(group -> traces))``: flags are per answer."""
-    flags: dict[str, Counter[str]] = defaultdict(Counter)
-    totals: Counter[str] = Counter()
-    for trace in traces:
-        group = group_of(trace, by)
-        totals[group] += 1
-        flags[group].update(diagnose(trace).flags)
-    return dict(flags), totals
+    tally = tally_records(traces, by)
+    return tally.flags, Counter(tally.totals())
 
 
 def flag_table_from_counts(flags: Mapping[str, Mapping[str, int]], totals: Mapping[str, int]) -> pd.DataFrame:

@@ -23,10 +23,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .attribution import diagnose_record
-from .parquet import _RANKED, _drop_null_columns, batch_records
+from .fields import TraceError, check_columns, missing
+from .parquet import batch_records
 from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
-from .streaming import Tally, group_of
-from .trace import FIELDS, TraceError
+from .tally import Tally, group_of
 
 __all__ = ["tally", "attribution_table", "flag_table", "compare"]
 
@@ -37,10 +37,8 @@ _DIAGNOSED = ", ".join(f"{name} string" for name in _OUT_NAMES) + ", pos long"
 
 def _checked_columns(df: DataFrame) -> list[str]:
     if "query_id" not in df.columns:
-        raise TraceError("missing (every trace needs a query_id)", field="query_id")
-    for name in df.columns:
-        if name not in FIELDS and name not in _RANKED:
-            raise TraceError(f"unknown field (known: {', '.join(FIELDS)})", field=name)
+        raise missing("query_id")
+    check_columns(df.columns)
     return list(df.columns)
 
 
@@ -57,7 +55,7 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
         row = 0
         for batch in batches:
             positions = batch.column("_pos").to_pylist()
-            batch = _drop_null_columns(batch.drop_columns(["_pos"]))
+            batch = batch.drop_columns(["_pos"])
             out: dict[str, list[Any]] = {name: [] for name in _OUT_SCHEMA.names}
             records = batch_records(batch)
             for i, pos in enumerate(positions):

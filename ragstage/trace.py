@@ -15,7 +15,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, Typ
 import orjson
 
 from .atomic import atomic_output
-from .fields import FIELDS, FirstSeen, TraceError, check_record, ranked_entries
+from .fields import FIELDS, RANKED_FIELDS, FirstSeen, TraceError, check_record, check_row, ranked_entries
 
 T = TypeVar("T")
 
@@ -37,11 +37,11 @@ __all__ = [
 class Trace:
     """One question through one pipeline.
 
-    Lists are stored as tuples so a trace can be hashed and shared safely between the
-    report, the widgets and the comparison. ``retrieved_scores``/``retrieved_sections``
-    and ``reranked_scores``/``reranked_sections`` are not JSON fields of their own: they
-    hold the scores (and sections) when a ranked list was given as ``{"id", "score"}``
-    objects, and :meth:`to_dict` writes them back in that form.
+    Lists are stored as tuples, so a trace can be shared between the report, the widgets
+    and the comparison without one of them changing it for the others.
+    ``retrieved_scores``/``retrieved_sections`` and ``reranked_scores``/``reranked_sections``
+    are not JSON fields of their own: they hold the scores (and sections) when a ranked list
+    was given as ``{"id", "score"}`` objects, and :meth:`to_dict` writes them back in that form.
     """
 
     query_id: str
@@ -74,7 +74,7 @@ class Trace:
     def __post_init__(self) -> None:
         # Route keyword construction through the same checks as file input, so
         # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
-        self.__dict__.update(check_record(self._fields()))  # frozen: fill __dict__, as _from_clean does
+        self.__dict__.update(check_row(dict(self.__dict__)))  # frozen: fill __dict__, as _from_clean does
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "Trace":
@@ -93,7 +93,7 @@ class Trace:
     def _fields(self) -> dict[str, Any]:
         """Every JSON field as held, with scores and sections folded back into ranked entries."""
         out = {name: getattr(self, name) for name in FIELDS}
-        for stage in ("retrieved", "reranked"):
+        for stage in RANKED_FIELDS:
             ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
                                      getattr(self, f"{stage}_sections"), stage)
             if ranked is not None:

@@ -1,6 +1,7 @@
 """The counting path's typed decoding: it must accept, convert and reject exactly as check_record does."""
 
 import json
+from typing import Any
 
 import orjson
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.attribution import diagnose, diagnose_record
-from ragstage.fields import FIELDS, TraceError, check_record, fast_type_of
+from ragstage.fields import FIELDS, TraceError, check_record
 from ragstage.record import Record, as_record, decode_record
 
 # Values of every JSON kind, plus the shapes the fields really take (ids, ranked entries, errors).
@@ -28,16 +29,10 @@ def records():
                                                           or d["query_id"] is None and len(d) % 2 else d)
 
 
-def _plain(value):
-    return list(value) if isinstance(value, tuple) else value
-
-
 def _same(rec, clean):
     for name in FIELDS:
         got, want = getattr(rec, name), clean[name]
-        if name == "meta":
-            got, want = got or {}, want or {}
-        assert _plain(got) == _plain(want), name
+        assert (type(got), got) == (type(want), want), name  # one normalised form, whichever path
 
 
 @settings(max_examples=1500, deadline=None)
@@ -58,9 +53,10 @@ def test_decoding_agrees_with_check_record_on_any_object(obj):
 
 def test_plain_lines_take_the_typed_path_and_others_the_full_check():
     plain = decode_record(b'{"query_id": "q", "gold": ["d1"], "retrieved": ["d1"], "claims": [true]}')
-    assert isinstance(plain.gold, list) and plain.claims == [True]  # lists: straight from the decoder
-    converted = decode_record(b'{"query_id": 7, "retrieved": [{"id": 1, "score": 0.5}]}')
-    assert converted.query_id == "7" and converted.retrieved == ("1",)  # tuples: through check_record
+    assert plain.gold == ("d1",) and plain.claims == (True,) and plain.meta == {}
+    converted = decode_record(b'{"query_id": 7, "retrieved": [{"id": 1, "score": 0.5}], "meta": null}')
+    assert converted.query_id == "7" and converted.retrieved == ("1",) and converted.meta == {}
+    assert decode_record(b'{"query_id": "q"}').meta is not decode_record(b'{"query_id": "q"}').meta
 
 
 @pytest.mark.parametrize("line, field, words", [
@@ -96,14 +92,24 @@ def test_record_fields_are_the_trace_fields_in_order():
     assert Record.__struct_fields__ == tuple(FIELDS)
 
 
-def test_fast_types_follow_the_checkers():
-    assert fast_type_of("gold") == (list[str], False)
-    assert fast_type_of("reranked") == (list[str], True)
-    assert fast_type_of("pipeline") == (str, False)
-    assert fast_type_of("claims") == (list[bool], True)
-    assert fast_type_of("meta")[0].__origin__ is dict
-    assert fast_type_of("error") == (None, True)  # an object check, not a type test
-    assert fast_type_of("prompt_source") == (None, True)  # one of two words, not any string
+PLAIN_SAMPLES = {str: ["x", ""], bool: [True, False], tuple[str, ...]: [["a", "b"], []],
+                 tuple[bool, ...]: [[True, False]], dict[str, Any]: [{"k": [1]}]}
+
+
+@pytest.mark.parametrize("name", [name for name in FIELDS if name != "query_id"])
+def test_each_field_takes_its_plain_type_as_is_and_null_as_declared(name):
+    spec = FIELDS[name]
+    for value in PLAIN_SAMPLES.get(spec.kind.plain, []):
+        got = check_record({"query_id": "q", name: value})[name]
+        assert got == (tuple(value) if isinstance(value, list) else value)
+    if spec.nullable:
+        assert check_record({"query_id": "q", name: None})[name] == ({} if name == "meta" else None)
+    else:
+        with pytest.raises(TraceError, match="must not be null"):
+            check_record({"query_id": "q", name: None})
+    if spec.kind.plain is None:  # a check that does more than a type test: not every string passes
+        with pytest.raises(TraceError):
+            check_record({"query_id": "q", name: "x"})
 
 
 def test_as_record_diagnoses_like_the_trace(five_cases):
@@ -123,4 +129,4 @@ JSON_VALUES = st.recursive(
 def test_free_form_meta_reads_as_orjson_reads_it(meta):
     # The assumption behind _as_orjson_reads: big integers are the decoders' only difference.
     line = json.dumps({"query_id": "q", "meta": meta}).encode()
-    assert repr(decode_record(line).meta or {}) == repr(orjson.loads(line)["meta"])
+    assert repr(decode_record(line).meta) == repr(orjson.loads(line)["meta"])

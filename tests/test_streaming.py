@@ -1,13 +1,25 @@
-"""The streaming counter gives the same counts as diagnosing Trace objects, on any split."""
+"""The JSON Lines counter gives the counts of diagnosing Trace objects one by one, on any split."""
 
 import gzip
+from collections import Counter
 
 import pytest
 from trace_sets import synthetic
 
-from ragstage import TraceError, write_traces
-from ragstage.report import count_buckets, count_flags
-from ragstage.streaming import _ranges, count_file, count_files
+from ragstage import TraceError, diagnose, write_traces
+from ragstage.formats import count_files
+from ragstage.streaming import count_jsonl
+from ragstage.tally import group_of
+
+
+def by_hand(traces, by="pipeline", require="any"):
+    """Bucket and flag counts per group, one trace at a time: the reference for every counter."""
+    buckets, flags = {}, {}
+    for t in traces:
+        d = diagnose(t, require)
+        buckets.setdefault(group_of(t, by), Counter())[d.stage.value] += 1
+        flags.setdefault(group_of(t, by), Counter()).update(d.flags)
+    return buckets, flags
 
 
 @pytest.fixture(scope="module")
@@ -22,23 +34,12 @@ def big(tmp_path_factory):
 def test_split_counts_equal_object_counts(big, workers, monkeypatch):
     traces, path = big
     monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
-    tally = count_file(path, workers=workers)
-    assert tally.buckets == count_buckets(traces)
-    flags, totals = count_flags(traces)
+    tally = count_jsonl(path, workers=workers)
+    buckets, flags = by_hand(traces)
+    assert tally.buckets == buckets
     assert {g: +c for g, c in tally.flags.items()} == {g: +c for g, c in flags.items()}
-    assert tally.totals() == dict(totals)
-    assert count_file(path, by="kind", require="all", workers=workers).buckets == count_buckets(traces, "kind", "all")
-
-
-def test_ranges_split_at_line_starts(big, monkeypatch):
-    _, path = big
-    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
-    data = path.read_bytes()
-    ranges = _ranges(path, 4)
-    assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] == len(data)
-    assert _ranges(path, 1) == [(0, len(data))]
-    for (_, b), (c, _) in zip(ranges, ranges[1:]):
-        assert b == c and data[c - 1:c] == b"\n"
+    assert tally.totals() == {g: sum(c.values()) for g, c in buckets.items()}
+    assert count_jsonl(path, by="kind", require="all", workers=workers).buckets == by_hand(traces, "kind", "all")[0]
 
 
 def test_error_line_numbers_are_global_across_chunks(tmp_path, monkeypatch):
@@ -49,7 +50,7 @@ def test_error_line_numbers_are_global_across_chunks(tmp_path, monkeypatch):
     lines[1733] = '{"query_id": "bad", "prompt": "d1"}'
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(TraceError, match=r"line 1734, field 'prompt'"):
-        count_file(path, workers=2)
+        count_jsonl(path, workers=2)
 
 
 def test_duplicates_across_chunks_are_found_with_both_lines(tmp_path, monkeypatch):
@@ -58,7 +59,20 @@ def test_duplicates_across_chunks_are_found_with_both_lines(tmp_path, monkeypatc
     traces = synthetic(1000)
     write_traces(path, traces + [traces[3]])
     with pytest.raises(TraceError, match=r"line 1001, field 'query_id': duplicate .*first on line 4"):
-        count_file(path, workers=2)
+        count_jsonl(path, workers=2)
+
+
+def test_blank_lines_are_skipped_and_lines_still_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr("ragstage.streaming._MIN_SPLIT", 1)
+    path = tmp_path / "t.jsonl"
+    traces = synthetic(1500)
+    write_traces(path, traces)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:700] + ["", "   "] + lines[700:]) + '\n{"query_id": 5, "gold": "x"}\n')
+    with pytest.raises(TraceError, match=r"line 1503, field 'gold'"):
+        count_jsonl(path, workers=3)
+    path.write_text("\n".join(lines[:700] + ["", "   "] + lines[700:]) + "\n")
+    assert count_jsonl(path, workers=3).buckets == by_hand(traces)[0]
 
 
 def test_gzip_and_several_files(tmp_path):
@@ -67,13 +81,4 @@ def test_gzip_and_several_files(tmp_path):
     write_traces(plain, traces[:200])
     write_traces(packed, traces[200:])
     assert gzip.open(packed).read(1) == b"{"
-    assert count_files([plain, packed]).buckets == count_buckets(traces)
-
-
-@pytest.mark.parametrize("by", ["pipeline", None, "kind", "model", "answer", "query_id"])
-def test_the_counting_loops_grouper_is_group_of(big, by):
-    from ragstage.streaming import _grouper, group_of
-
-    traces, _ = big
-    group = _grouper(by)
-    assert [group(t) for t in traces[:500]] == [group_of(t, by) for t in traces[:500]]
+    assert count_files([plain, packed]).buckets == by_hand(traces)[0]

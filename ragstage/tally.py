@@ -1,0 +1,162 @@
+"""Counting diagnosed traces, whatever read them: the tally, the grouping rule, the duplicate check.
+
+Every counter in the project feeds :func:`tally_records`: the JSON Lines ranges of
+:mod:`ragstage.streaming`, the Parquet row groups of :mod:`ragstage.parquet`, and the
+in-memory traces of :mod:`ragstage.report`. So ``ragstage attribute`` and a notebook's table
+count the same way. The one thing a counter must remember per trace is its (query_id,
+pipeline) key, for the duplicate check: an 8-byte digest of it (8 MB per million traces),
+not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
+(:func:`find_duplicate`), by a second read that gives the reader's line or row numbers.
+"""
+
+from __future__ import annotations
+
+import gc
+from array import array
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
+from typing import Callable, Iterable, Iterator
+from zlib import adler32, crc32
+
+from .attribution import Checked, diagnose_record
+from .fields import FIELDS, FirstSeen
+
+__all__ = ["Tally", "tally_records", "group_of", "key_digest", "repeated_digests", "find_duplicate"]
+
+
+def key_digest(query_id: str, pipeline: str) -> int:
+    """A 64-bit digest of a (query_id, pipeline) key: CRC-32 and Adler-32 of its bytes, side by side.
+
+    Two checksums from zlib, because a cryptographic hash costs three times as much per trace
+    and buys nothing here: an equal digest is only a suspicion, confirmed or dismissed on the
+    keys themselves by :func:`find_duplicate`.
+    """
+    key = f"{query_id}\x00{pipeline}".encode()
+    return (crc32(key) << 32 | adler32(key)) - (1 << 63)
+
+
+def repeated_digests(parts: Iterable[bytes]) -> set[int]:
+    """The digests (``array("q")`` bytes from each reader) that occur more than once."""
+    import numpy as np  # here, not at the top: the command line starts faster without it
+
+    digests = np.concatenate([np.frombuffer(p, dtype=np.int64) for p in parts] or [np.zeros(0, np.int64)])
+    digests.sort()
+    return {int(d) for d in digests[1:][digests[1:] == digests[:-1]]}
+
+
+def find_duplicate(keys: Iterable[tuple[str, int, str, str]], suspects: set[int],
+                   unit: str) -> tuple[str, str, int] | None:
+    """The first real duplicate among ``(path, position, query_id, pipeline)`` keys whose digest is suspect.
+
+    Returns ``(message, path, position)`` for the reader to raise as its own error (``unit``:
+    "line" or "row"), or None when every suspect digest was a checksum collision.
+    """
+    seen = FirstSeen(unit)
+    for path, position, query_id, pipeline in keys:
+        if key_digest(query_id, pipeline) in suspects:
+            repeated = seen.repeat(path, position, query_id, pipeline)
+            if repeated:
+                return repeated, path, position
+    return None
+
+
+def group_of(rec: Checked, by: str | None) -> str:
+    """The group of a checked trace: a field's value, else a ``meta`` key's, as text."""
+    if by is None:
+        return "all"
+    value = getattr(rec, by) if by in FIELDS else None
+    if value is None and rec.meta:
+        value = rec.meta.get(by)
+    return "(none)" if value is None else str(value)
+
+
+def _grouper(by: str | None) -> Callable[[Checked], str]:
+    """:func:`group_of` for one ``by``, as the cheapest function that gives the same answer:
+    a plain attribute read when the field is text that may not be null (``pipeline``)."""
+    spec = FIELDS.get(by or "")
+    if spec is not None and spec.kind.plain is str and not spec.nullable and spec.default is not None:
+        return attrgetter(by)
+    return partial(group_of, by=by)
+
+
+@dataclass
+class Tally:
+    """What counting keeps of a set of traces, per group: bucket and flag counts, and what the
+    funnel needs besides (which traces judged query understanding, and which logged a reranker).
+
+    ``query_judged`` holds the bucket counts of the traces whose ``query_ok`` is set;
+    ``reranked`` the number of traces with a ``reranked`` list.
+    """
+
+    buckets: dict[str, Counter] = field(default_factory=dict)
+    flags: dict[str, Counter] = field(default_factory=dict)
+    query_judged: dict[str, Counter] = field(default_factory=dict)
+    reranked: Counter = field(default_factory=Counter)
+
+    def update(self, other: "Tally") -> None:
+        for group, bucket in other.buckets.items():
+            self.buckets.setdefault(group, Counter()).update(bucket)
+            self.flags.setdefault(group, Counter()).update(other.flags.get(group, ()))
+        for group, bucket in other.query_judged.items():
+            self.query_judged.setdefault(group, Counter()).update(bucket)
+        self.reranked.update(other.reranked)
+
+    @classmethod
+    def from_counts(cls, counts: dict[tuple, int]) -> "Tally":
+        """From :func:`tally_records`' ``{(group, stage, flags, query judged, reranked): count}``."""
+        tally = cls()
+        for (group, stage, flags, query_judged, reranked), k in counts.items():
+            tally.buckets.setdefault(group, Counter())[stage.value] += k
+            flag_counts = tally.flags.setdefault(group, Counter())
+            for flag in flags:
+                flag_counts[flag] += k
+            if query_judged:
+                tally.query_judged.setdefault(group, Counter())[stage.value] += k
+            if reranked:
+                tally.reranked[group] += k
+        return tally
+
+    def totals(self) -> dict[str, int]:
+        """Traces per group (the denominator of a flag's share)."""
+        return {group: sum(bucket.values()) for group, bucket in self.buckets.items()}
+
+
+def tally_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
+                  digests: array | None = None) -> Tally:
+    """Diagnose checked traces and count them per group; each key's digest appended to ``digests``.
+
+    The one loop every reader feeds, so they all count the same way. A tuple key per trace
+    is cheaper to count than a :class:`Tally` is to update; :meth:`Tally.from_counts` folds
+    the few keys afterwards.
+    """
+    counts: dict[tuple, int] = {}
+    append = (digests if digests is not None else array("q")).append
+    get, diagnose, digest, group = counts.get, diagnose_record, key_digest, _grouper(by)
+    with _no_cycle_collector():
+        for rec in records:
+            append(digest(rec.query_id, rec.pipeline))
+            d = diagnose(rec, require)
+            key = (group(rec), d.stage, d.flags, rec.query_ok is not None, rec.reranked is not None)
+            counts[key] = get(key, 0) + 1
+    return Tally.from_counts(counts)
+
+
+@contextmanager
+def _no_cycle_collector() -> Iterator[None]:
+    """Pause Python's cycle collector while counting.
+
+    Decoded traces hold no reference cycles, so the collector finds nothing; but it runs every
+    few hundred allocations and walks whatever a reader holds (a Parquet batch turned into
+    Python lists), which cost more than the diagnosis itself. Reference counting still frees
+    every trace as soon as it is counted.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
