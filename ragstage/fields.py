@@ -166,9 +166,29 @@ def _as_bools(value: Any, name: str) -> tuple[bool, ...]:
     return tuple(value)
 
 
+#: How deeply ``meta`` may nest (objects and lists): far beyond any real metadata, and below the
+#: depth at which JSON writers give up (orjson: 254), so whatever is read can be written back.
+META_DEPTH = 64
+
+
+def too_deep(value: Any, limit: int = META_DEPTH) -> bool:
+    """Whether objects and lists nest more than ``limit`` levels deep (no recursion: any depth is safe)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if type(node) is dict else node if type(node) is list else None
+        if children:
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
 def _as_dict(value: Any, name: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise _fail(f"expected an object, got {type(value).__name__}", name)
+    if too_deep(value):
+        raise _fail(f"nested more than {META_DEPTH} levels deep", name)
     return value
 
 

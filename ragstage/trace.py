@@ -8,6 +8,7 @@ reader runs, live in :mod:`ragstage.fields`; this module re-exports its public n
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
@@ -24,6 +25,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "check_record",
+    "is_blank",
     "iter_json_lines",
     "open_text",
     "read_json_lines",
@@ -121,21 +123,45 @@ def open_text(path: str | Path, mode: str = "r") -> IO[str]:
     return open(p, mode, encoding="utf-8")  # noqa: SIM115 - caller closes
 
 
+#: The longest line a JSON Lines reader takes (a trace with whole prompts is a few hundred kB):
+#: an endless input such as ``/dev/zero`` is an error, not a process that eats the memory.
+MAX_LINE_BYTES = 64 << 20
+# JSON's own whitespace: a line holding only these is blank; any other character makes it a value
+# (a line with a non-breaking space is invalid JSON in every reader, not skipped by some).
+JSON_SPACE = b" \t\r\n"
+
+
+def is_blank(line: str | bytes) -> bool:
+    """Whether a line holds only JSON whitespace (skipped by every JSON Lines reader)."""
+    return not line.strip(JSON_SPACE if isinstance(line, bytes) else JSON_SPACE.decode())
+
+
 def iter_json_lines(lines: Iterable[str | bytes],
                     fail: Callable[[str, int], Exception]) -> Iterator[tuple[int, Any]]:
     """``(line number, decoded value)`` for every non-blank line of a JSON Lines stream.
 
     Shared by every JSONL reader in the project (traces here, BEIR files in the pipeline) so
     that they skip blank lines and number lines the same way. ``fail(message, line)`` builds
-    the reader's own error for a line that is not valid JSON.
+    the reader's own error for a line that is not valid JSON (invalid UTF-8 included, when
+    the lines are bytes).
     """
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        if is_blank(line):
             continue
         try:
             yield lineno, orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise fail(f"invalid JSON ({exc})", lineno) from None
+
+
+def _byte_lines(handle: IO[bytes], fail: Callable[[str, int], Exception]) -> Iterator[bytes]:
+    """The lines of a binary stream, each at most :data:`MAX_LINE_BYTES` long."""
+    lineno = 0
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise fail(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", lineno)
+        yield line
 
 
 def read_json_lines(path: str | Path, parse: Callable[[Any], T],
@@ -145,21 +171,28 @@ def read_json_lines(path: str | Path, parse: Callable[[Any], T],
     The one file loop of the project's JSON Lines readers (traces, span exports, labels):
     a file that cannot be opened or read, a line that is not JSON, and an ``error`` that
     ``parse`` raises (its field kept) all come out as ``error`` naming the file and the line.
+    Lines are read as bytes and decoded one at a time, so invalid UTF-8 is reported on its
+    own line, in a plain file as in a ``.gz`` one.
     """
+    p = Path(path)
     try:
-        handle = open_text(path)
+        handle: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
     except OSError as exc:
         raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
     with handle:
         lineno = 0
+
+        def fail(msg: str, n: int) -> TraceError:
+            return error(msg, path=str(path), line=n)
+
         try:
-            for lineno, raw in iter_json_lines(handle, lambda msg, n: error(msg, path=str(path), line=n)):
+            for lineno, raw in iter_json_lines(_byte_lines(handle, fail), fail):
                 try:
                     value = parse(raw)
                 except error as exc:
                     raise error(exc.detail, path=str(path), line=lineno, field=exc.field) from None
                 yield lineno, value
-        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+        except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
             raise error(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
 
 

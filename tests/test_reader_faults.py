@@ -56,3 +56,79 @@ def test_a_label_given_twice_names_its_file_and_both_lines(tmp_path):
     assert str(info.value).startswith(f"{path}, line 3, field 'query_id'") and "(lines 1 and 3)" in str(info.value)
     run = _cli("ingest", "openinference", SPANS, "--labels", path, "--out", tmp_path / "t.jsonl")
     assert run.returncode == 2 and f"{path}, line 3, field 'query_id'" in run.stderr
+
+
+COMMANDS = ("attribute", "compare", "convert", "doctor")
+
+
+def _every_command(path: Path, tmp_path: Path) -> list[str]:
+    """The one stderr line of each command on ``path`` (each must exit 2)."""
+    lines = []
+    for command in COMMANDS:
+        extra = {"compare": [GOOD], "convert": [tmp_path / "out.jsonl"]}.get(command, [])
+        run = _cli(command, path, *extra)
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, (command, run.stderr)
+        lines.append(run.stderr.strip().split(": error: ", 1)[1])
+    assert not (tmp_path / "out.jsonl").exists()
+    return lines
+
+
+@pytest.mark.parametrize("depth", [80, 300, 700])
+def test_deep_meta_is_one_clear_error_in_every_command(tmp_path, depth):
+    """Before: 600+ levels a RecursionError in attribute; 254-599 accepted by three commands, convert half-written."""
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b'{"query_id": "a"}\n{"query_id": "q", "meta": ' + b'{"a": ' * depth + b"1"
+                     + b"}" * depth + b"}\n")
+    assert set(_every_command(path, tmp_path)) == {f"{path}, line 2, field 'meta': nested more than 64 levels deep"}
+
+
+def test_meta_as_deep_as_allowed_reads_and_converts(tmp_path):
+    path = tmp_path / "ok.jsonl"
+    path.write_bytes(b'{"query_id": "q", "meta": ' + b'{"a": ' * 64 + b"1" + b"}" * 64 + b"}\n")
+    assert _cli("convert", path, tmp_path / "out.jsonl").returncode == 0
+
+
+@pytest.mark.parametrize("name", ["bad.jsonl", "bad.jsonl.gz"])
+def test_invalid_utf8_is_named_on_its_own_line_by_every_command(tmp_path, name):
+    """Before: compare said line 1 where attribute said 2; in a .gz, line 1933 for line 2001."""
+    import gzip
+
+    body = b"".join(b'{"query_id": "q%d", "answer": "%s"}\n' % (i, b"x" * 200) for i in range(2000))
+    body += b'{"query_id": "b\xff"}\n'
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+    for line in _every_command(path, tmp_path):
+        assert line.startswith(f"{path}, line 2001: invalid JSON"), line
+
+
+def test_invalid_utf8_in_a_label_file_names_its_line(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b'{"query_id": "a", "gold": ["d"]}\n{"query_id": "\xff"}\n')
+    with pytest.raises(SpanError, match=r"labels.jsonl, line 2: invalid JSON"):
+        read_labels(path)
+
+
+def test_a_non_breaking_space_line_is_invalid_json_in_every_command(tmp_path):
+    """Before: skipped by two commands, rejected by a third."""
+    path = tmp_path / "nbsp.jsonl"
+    path.write_bytes('{"query_id": "a"}\n\u00a0\n{"query_id": "b"}\n \t\r\n'.encode())
+    for line in _every_command(path, tmp_path):
+        assert line.startswith(f"{path}, line 2: invalid JSON"), line
+
+
+def test_duplicate_keys_follow_one_documented_rule_in_every_reader(tmp_path):
+    """The rule (README, trace format): a key repeated in one object, the last value counts,
+    in every reader and command alike (JSON's own rule leaves it to the reader)."""
+    import gzip
+
+    from ragstage import read_traces
+    from ragstage.formats import count_file
+
+    path = tmp_path / "dup.jsonl"
+    path.write_bytes(b'{"query_id": "a", "gold": ["d1"], "retrieved": ["d1"], "gold": []}\n')
+    gz = tmp_path / "dup.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    for source in (path, gz):
+        (trace,) = read_traces(source)
+        assert trace.gold == ()
+        assert dict(count_file(source).buckets["default"]) == {"label_missing": 1}
