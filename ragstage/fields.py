@@ -346,10 +346,16 @@ def _check_field(out: dict[str, Any], name: str, value: Any) -> None:
 
 
 def check_columns(names: Iterable[str]) -> None:
-    """Reject a column that is no trace column (the fields and the ranked lists' parts)."""
+    """Reject a column that is no trace column (the fields and the ranked lists' parts), and a
+    ranked list's scores or sections without the list itself (they would be dropped unread)."""
+    names = list(names)
     for name in names:
         if name not in FIELDS and name not in _PARTS:
             raise unknown_field(name)
+    for stage in RANKED_FIELDS:
+        for part in RANKED_PARTS:
+            if f"{stage}_{part}" in names and stage not in names:
+                raise _fail(f"{part} without the ranked list: add the '{stage}' column", f"{stage}_{part}")
 
 
 def check_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -372,6 +378,8 @@ def check_row(row: dict[str, Any]) -> dict[str, Any]:
 def _has_scores(ids: Sequence[Any] | None, scores: Sequence[Any] | None, sections: Sequence[Any] | None,
                 name: str) -> bool:
     """Whether a ranked list in columns carries scores; raises when its parts do not fit its ids."""
+    if ids is None and scores is not None:
+        raise _fail("scores without the ranked list (null or missing)", f"{name}_scores")
     if ids is None or scores is None:
         if sections is not None:
             raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)

@@ -132,3 +132,68 @@ def test_duplicate_keys_follow_one_documented_rule_in_every_reader(tmp_path):
         (trace,) = read_traces(source)
         assert trace.gold == ()
         assert dict(count_file(source).buckets["default"]) == {"label_missing": 1}
+
+
+def _parquet(path: Path, **columns) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"query_id": ["a", "b"], "gold": [["d1"], ["d1"]], **columns}), path)
+    return path
+
+
+def _both(path: Path) -> list[str]:
+    out = []
+    for argv in (["attribute", path], ["compare", path, path], ["convert", path, path.with_suffix(".jsonl")]):
+        run = _cli(*argv)
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, (argv, run.stderr)
+        out.append(run.stderr.strip().split(": error: ", 1)[1])
+    return out
+
+
+def test_nan_and_infinite_scores_from_parquet_are_refused_where_they_enter(tmp_path):
+    """Before: convert wrote them as null scores, which the reader then rejected."""
+    for i, bad in enumerate((float("nan"), float("inf"))):
+        path = _parquet(tmp_path / f"nan{i}.parquet", retrieved=[["d1"], ["d1"]], retrieved_scores=[[1.0], [bad]])
+        assert set(_both(path)) == {f"{path}, row 2, field 'retrieved': score must be a finite number, got {bad!r}"}
+        assert not path.with_suffix(".jsonl").exists()
+
+
+def test_scores_without_their_ranked_list_are_an_error(tmp_path):
+    """Before: a retrieved_scores column without retrieved was dropped."""
+    path = _parquet(tmp_path / "s.parquet", retrieved_scores=[[1.0], [2.0]])
+    assert set(_both(path)) == {f"{path}, field 'retrieved_scores': scores without the ranked list: "
+                                "add the 'retrieved' column"}
+    import pyarrow as pa
+
+    nulls = _parquet(tmp_path / "n.parquet", reranked=pa.array([None, None], pa.list_(pa.string())),
+                     reranked_scores=[[1.0], [2.0]])
+    assert set(_both(nulls)) == {f"{nulls}, row 1, field 'reranked_scores': scores without the ranked list "
+                                 "(null or missing)"}
+
+
+def test_a_json_lines_file_inside_a_parquet_folder_is_an_error(tmp_path):
+    """Before: it was ignored, its traces silently left out."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    _parquet(lake / "part-0.parquet")
+    (lake / "late.jsonl").write_text('{"query_id": "z"}\n')
+    for line in _both(lake):
+        assert line == f"{lake / 'late.jsonl'}: a JSON Lines file inside a Parquet folder: read it on its own, or move it out"
+
+
+def test_a_corrupt_text_column_fails_the_same_in_every_command(tmp_path):
+    """Before: accepted by attribute (which skips the query column) and rejected by compare."""
+    import pyarrow as pa
+
+    raw = pa.array([b"fine", b"bad\xff"], pa.binary())
+    query = pa.Array.from_buffers(pa.string(), 2, raw.buffers())
+    path = _parquet(tmp_path / "q.parquet", query=query)
+    assert set(_both(path)) == {f"{path}, row 2, field 'query': invalid UTF-8 text"}
+
+
+def test_an_arrow_error_is_printed_on_one_line(tmp_path):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
+    run = _cli("attribute", path)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and str(path) in run.stderr
