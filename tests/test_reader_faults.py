@@ -179,7 +179,8 @@ def test_a_json_lines_file_inside_a_parquet_folder_is_an_error(tmp_path):
     _parquet(lake / "part-0.parquet")
     (lake / "late.jsonl").write_text('{"query_id": "z"}\n')
     for line in _both(lake):
-        assert line == f"{lake / 'late.jsonl'}: a JSON Lines file inside a Parquet folder: read it on its own, or move it out"
+        assert line == (f"{lake / 'late.jsonl'}: a JSON Lines file inside a Parquet folder: "
+                        "read it on its own, or move it out")
 
 
 def test_a_corrupt_text_column_fails_the_same_in_every_command(tmp_path):
