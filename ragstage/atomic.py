@@ -35,8 +35,12 @@ __all__ = ["OutputError", "atomic_output", "atomic_write_bytes", "append_line", 
 _TAIL_CHUNK = 1 << 16
 
 
-class OutputError(ValueError):
-    """An output that cannot be written safely: the message names the path and the reason."""
+class OutputError(ValueError, OSError):
+    """An output that cannot be written safely: the message names the path and the reason.
+
+    A ``ValueError`` (the command line's exit 2) and an ``OSError`` (what any other failed
+    write raises, so a caller that handles those handles this one too).
+    """
 
     def __init__(self, message: str, *, path: str | Path) -> None:
         self.path, self.detail = str(path), message

@@ -31,7 +31,7 @@ class FieldCheck:
 
 
 def _no_scores(t: Trace) -> bool:
-    return bool(t.retrieved) and t.retrieved_scores is None
+    return bool(t.retrieved) and (t.retrieved_scores is None or any(s is None for s in t.retrieved_scores))
 
 
 def _no_sections(t: Trace) -> bool:

@@ -77,15 +77,18 @@ _RANKED_KEYS = frozenset({"id", "score", "section"})
 _PROMPT_SOURCES = ("logged", "recovered")
 
 
-def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float, str | None]:
-    """One ranked entry's checks: a number for a score, a string (or nothing) for a section, an id."""
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise _fail(f"score must be a number, got {score!r}", name)
-    if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
-        raise _fail(f"score must be a finite number, got {score!r}", name)
+def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float | None, str | None]:
+    """One ranked entry's checks: a number (or nothing) for a score, a string (or nothing) for a
+    section, an id. An entry may name its section without a score: both are kept as logged."""
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise _fail(f"score must be a number, got {score!r}", name)
+        if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
+            raise _fail(f"score must be a finite number, got {score!r}", name)
+        score = float(score)
     if section is not None and type(section) is not str:
         raise _fail(f"section must be a string, got {section!r:.40}", name)
-    return _as_id(item_id, name), float(score), section
+    return _as_id(item_id, name), score, section
 
 
 def _finite(score: int | float) -> bool:
@@ -95,10 +98,12 @@ def _finite(score: int | float) -> bool:
         return False
 
 
-def _ranked(entries: Iterable[tuple[str, float, str | None]]
-            ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
+def _ranked(entries: Iterable[tuple[str, float | None, str | None]]
+            ) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str | None, ...] | None]:
+    """Columns of checked entries; scores (sections) None when no entry has one."""
     ids, scores, sections = zip(*entries) if entries else ((), (), ())
-    return tuple(ids), tuple(scores), (tuple(sections) if any(s is not None for s in sections) else None)
+    return (tuple(ids), (tuple(scores) if any(s is not None for s in scores) else None),
+            (tuple(sections) if any(s is not None for s in sections) else None))
 
 
 def _as_ranked(value: Any, name: str
@@ -134,8 +139,10 @@ class _Columns(NamedTuple):
     def check(self, name: str) -> tuple[tuple[str, ...], tuple[float, ...], tuple[str | None, ...] | None]:
         if not self.ids:  # as an empty list of entries reads: no scores
             return (), None, None
-        sections = self.sections if self.sections is not None else (None,) * len(self.ids)
-        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, self.scores, sections)])
+        missing = (None,) * len(self.ids)
+        scores = self.scores if self.scores is not None else missing
+        sections = self.sections if self.sections is not None else missing
+        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, scores, sections)])
 
 
 def _as_ranked_value(value: Any, name: str) -> Any:
@@ -377,31 +384,38 @@ def check_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def _has_scores(ids: Sequence[Any] | None, scores: Sequence[Any] | None, sections: Sequence[Any] | None,
                 name: str) -> bool:
-    """Whether a ranked list in columns carries scores; raises when its parts do not fit its ids."""
-    if ids is None and scores is not None:
-        raise _fail("scores without the ranked list (null or missing)", f"{name}_scores")
-    if ids is None or scores is None:
-        if sections is not None:
-            raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)
+    """Whether a ranked list in columns carries scores or sections; raises when its parts do not fit its ids."""
+    for part, values in (("scores", scores), ("sections", sections)):
+        if ids is None and values is not None:
+            raise _fail(f"{part} without the ranked list (null or missing)", f"{name}_{part}")
+    if ids is None or (scores is None and sections is None):
         return False
-    if not isinstance(scores, (list, tuple)):
-        raise _fail(f"expected a list of scores, got {type(scores).__name__} {scores!r:.60}", name)
-    if len(scores) != len(ids) or (sections is not None and len(sections) != len(ids)):
-        raise _fail(f"{len(ids)} ids but {len(scores)} scores"
-                    + ("" if sections is None else f" and {len(sections)} sections"), name)
+    for part, values in (("scores", scores), ("sections", sections)):
+        if values is not None and not isinstance(values, (list, tuple)):
+            raise _fail(f"expected a list of {part}, got {type(values).__name__} {values!r:.60}", name)
+    if any(values is not None and len(values) != len(ids) for values in (scores, sections)):
+        raise _fail(f"{len(ids)} ids but " + " and ".join(
+            f"{len(values)} {part}" for part, values in (("scores", scores), ("sections", sections))
+            if values is not None), name)
     return True
 
 
 def ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
                    sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
-    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores (for JSON)."""
+    """The ``{"id"[, "score"][, "section"]}`` form of a ranked list that carries scores or sections
+    (for JSON): each entry keeps what was logged for it."""
     if ids is None or not _has_scores(ids, scores, sections, name):
         return None
-    entries: list[dict[str, Any]] = [{"id": i, "score": s} for i, s in zip(ids, scores)]
-    if sections is not None:
-        for entry, section in zip(entries, sections):
-            if section is not None:
-                entry["section"] = section
+    missing = (None,) * len(ids)
+    entries: list[dict[str, Any]] = []
+    for i, score, section in zip(ids, scores if scores is not None else missing,
+                                 sections if sections is not None else missing):
+        entry: dict[str, Any] = {"id": i}
+        if score is not None:
+            entry["score"] = score
+        if section is not None:
+            entry["section"] = section
+        entries.append(entry)
     return entries
 
 

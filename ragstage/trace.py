@@ -68,9 +68,9 @@ class Trace:
     prompt_version: str | None = None
     timestamp: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    retrieved_scores: Sequence[float] | None = field(default=None, repr=False)
+    retrieved_scores: Sequence[float | None] | None = field(default=None, repr=False)
     retrieved_sections: Sequence[str | None] | None = field(default=None, repr=False)
-    reranked_scores: Sequence[float] | None = field(default=None, repr=False)
+    reranked_scores: Sequence[float | None] | None = field(default=None, repr=False)
     reranked_sections: Sequence[str | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

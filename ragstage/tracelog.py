@@ -94,7 +94,9 @@ def _ranked(items: Iterable[Any] | None) -> list[Any] | None:
     out: list[Any] = []
     for item in items:
         if isinstance(item, (tuple, list)):
-            entry: dict[str, Any] = {"id": item[0], "score": item[1]}
+            entry: dict[str, Any] = {"id": item[0]}
+            if len(item) > 1 and item[1] is not None:
+                entry["score"] = item[1]
             if len(item) > 2 and item[2] is not None:
                 entry["section"] = item[2]
             out.append(entry)

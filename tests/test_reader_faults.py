@@ -198,3 +198,28 @@ def test_an_arrow_error_is_printed_on_one_line(tmp_path):
     path.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
     run = _cli("attribute", path)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and str(path) in run.stderr
+
+
+def test_a_section_without_a_score_is_kept_in_json_parquet_ingest_and_the_logger(tmp_path):
+    """Before: sections were kept only beside scores (an error in Parquet, dropped by ingest)."""
+    from ragstage import Trace, read_traces
+    from ragstage.ingest.build import _ranked
+    from ragstage.parquet import read_parquet, write_parquet
+    from ragstage.tracelog import TraceLogger
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"query_id": "a", "retrieved": [{"id": "d1", "section": "intro"}, {"id": "d2", "score": 0.5}],'
+                    ' "reranked": [{"id": "d1", "section": "intro"}]}\n')
+    (trace,) = read_traces(path)
+    assert trace.retrieved_scores == (None, 0.5) and trace.retrieved_sections == ("intro", None)
+    assert trace.reranked_scores is None and trace.reranked_sections == ("intro",)
+    assert trace.to_dict()["retrieved"] == [{"id": "d1", "section": "intro"}, {"id": "d2", "score": 0.5}]
+    write_parquet(tmp_path / "t.parquet", [trace])
+    assert list(read_parquet(tmp_path / "t.parquet")) == [trace]
+    assert _ranked([("d1", None), ("d2", None)], ["intro", None]) == [{"id": "d1", "section": "intro"}, {"id": "d2"}]
+    assert _ranked([("d1", None)], [None]) == ["d1"]
+    logged = TraceLogger(tmp_path / "log.jsonl").log(query_id="q", query="q", retrieved=[("d1", None, "intro")],
+                                                     prompt=None, answer="")
+    assert logged.retrieved_sections == ("intro",) and logged.retrieved_scores is None
+    assert Trace(query_id="x", retrieved=("d1",), retrieved_sections=("s",)).to_dict()["retrieved"] == [
+        {"id": "d1", "section": "s"}]
