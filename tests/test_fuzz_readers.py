@@ -1,6 +1,6 @@
 """A permanent guard: generated bad files through every reader and command.
 
-Hypothesis (seeded: ``derandomize=True``, a handful of examples so the suite takes seconds)
+Hypothesis (seeded: ``derandomize=True``, two examples of a few files each, so it stays short)
 writes batches of bad JSON Lines files (plain and gzip), Parquet files, label files and run
 folders. One child process runs every command on every file of a batch, in-process, each
 case under an alarm; the parent runs the child under a timeout. Every case must end with
@@ -31,7 +31,7 @@ from ragstage.fields import FIELDS, TraceError, check_record
 REPO = Path(__file__).resolve().parents[1]
 SPANS = REPO / "fixtures" / "ingest" / "langchain_spans.jsonl"
 GOOD = REPO / "fixtures" / "incidents" / "batch.jsonl"
-FUZZ = settings(max_examples=3, derandomize=True, deadline=None,
+FUZZ = settings(max_examples=2, derandomize=True, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 
@@ -157,7 +157,7 @@ def _commands(path: Path, tmp: Path, index: int) -> list[list[str]]:
 
 
 @FUZZ
-@given(st.lists(bad_trace_file(), min_size=4, max_size=4))
+@given(st.lists(bad_trace_file(), min_size=3, max_size=3))
 def test_bad_json_lines_files_fail_cleanly_in_every_command(tmp_path_factory, files):
     tmp = tmp_path_factory.mktemp("fuzz")
     cases = []
@@ -207,13 +207,13 @@ def bad_parquet(draw) -> tuple[dict[str, Any], int | None, str | None]:
         return columns, None, "extra"
     if kind == "scores alone":
         columns["retrieved_scores"] = pa.array([[1.0]] * n)
-        return columns, 1, "retrieved_scores"
+        return columns, None, "retrieved_scores"  # a fault of the file's columns, not of a row
     columns["answerable"] = pa.array(["yes"] * n)
     return columns, 1, "answerable"
 
 
 @FUZZ
-@given(st.lists(bad_parquet(), min_size=4, max_size=4))
+@given(st.lists(bad_parquet(), min_size=3, max_size=3))
 def test_bad_parquet_files_fail_cleanly_in_every_command(tmp_path_factory, tables):
     import pyarrow as pa
     import pyarrow.parquet as pq
