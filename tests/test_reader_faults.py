@@ -117,7 +117,7 @@ def test_a_non_breaking_space_line_is_invalid_json_in_every_command(tmp_path):
 
 
 def test_duplicate_keys_follow_one_documented_rule_in_every_reader(tmp_path):
-    """The rule (README, trace format): a key repeated in one object, the last value counts,
+    """The rule (README, "What a failure leaves behind"): a key repeated in one object, the last value counts,
     in every reader and command alike (JSON's own rule leaves it to the reader)."""
     import gzip
 
