@@ -224,7 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (TraceError, ValueError, FileNotFoundError) as exc:
-        print(f"ragstage {args.command}: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).splitlines())  # one line, whatever a library put in its message (Arrow)
+        print(f"ragstage {args.command}: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `ragstage attribute big.jsonl | head`
         return 0

@@ -17,6 +17,7 @@ treated as "no prompt" or as a list of single characters.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 __all__ = ["FIELDS", "COLUMNS", "RANKED_FIELDS", "Kind", "Field", "FirstSeen", "TraceError", "check_columns",
@@ -76,19 +77,33 @@ _RANKED_KEYS = frozenset({"id", "score", "section"})
 _PROMPT_SOURCES = ("logged", "recovered")
 
 
-def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float, str | None]:
-    """One ranked entry's checks: a number for a score, a string (or nothing) for a section, an id."""
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise _fail(f"score must be a number, got {score!r}", name)
+def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float | None, str | None]:
+    """One ranked entry's checks: a number (or nothing) for a score, a string (or nothing) for a
+    section, an id. An entry may name its section without a score: both are kept as logged."""
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise _fail(f"score must be a number, got {score!r}", name)
+        if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
+            raise _fail(f"score must be a finite number, got {score!r}", name)
+        score = float(score)
     if section is not None and type(section) is not str:
         raise _fail(f"section must be a string, got {section!r:.40}", name)
-    return _as_id(item_id, name), float(score), section
+    return _as_id(item_id, name), score, section
 
 
-def _ranked(entries: Iterable[tuple[str, float, str | None]]
-            ) -> tuple[list[str], list[float], list[str | None] | None]:
-    ids, scores, sections = zip(*entries)
-    return list(ids), list(scores), (list(sections) if any(s is not None for s in sections) else None)
+def _finite(score: int | float) -> bool:
+    try:
+        return math.isfinite(score)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _ranked(entries: Iterable[tuple[str, float | None, str | None]]
+            ) -> tuple[list[str], list[float | None] | None, list[str | None] | None]:
+    """Columns of checked entries; scores (sections) None when no entry has one."""
+    ids, scores, sections = zip(*entries) if entries else ((), (), ())
+    return (list(ids), (list(scores) if any(s is not None for s in scores) else None),
+            (list(sections) if any(s is not None for s in sections) else None))
 
 
 def _as_ranked(value: Any, name: str
@@ -124,8 +139,10 @@ class _Columns(NamedTuple):
     def check(self, name: str) -> tuple[list[str], list[float] | None, list[str | None] | None]:
         if not self.ids:  # as an empty list of entries reads: no scores
             return [], None, None
-        sections = self.sections if self.sections is not None else (None,) * len(self.ids)
-        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, self.scores, sections)])
+        missing = (None,) * len(self.ids)
+        scores = self.scores if self.scores is not None else missing
+        sections = self.sections if self.sections is not None else missing
+        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, scores, sections)])
 
 
 def _as_ranked_value(value: Any, name: str) -> Any:
@@ -156,9 +173,29 @@ def _as_bools(value: Any, name: str) -> list[bool]:
     return list(value)
 
 
+#: How deeply ``meta`` may nest (objects and lists): far beyond any real metadata, and below the
+#: depth at which JSON writers give up (orjson: 254), so whatever is read can be written back.
+META_DEPTH = 64
+
+
+def too_deep(value: Any, limit: int = META_DEPTH) -> bool:
+    """Whether objects and lists nest more than ``limit`` levels deep (no recursion: any depth is safe)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if type(node) is dict else node if type(node) is list else None
+        if children:
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
 def _as_dict(value: Any, name: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise _fail(f"expected an object, got {type(value).__name__}", name)
+    if too_deep(value):
+        raise _fail(f"nested more than {META_DEPTH} levels deep", name)
     return value
 
 
@@ -317,10 +354,16 @@ def _check_field(out: dict[str, Any], name: str, value: Any) -> None:
 
 
 def check_columns(names: Iterable[str]) -> None:
-    """Reject a column that is no trace column (the fields and the ranked lists' parts)."""
+    """Reject a column that is no trace column (the fields and the ranked lists' parts), and a
+    ranked list's scores or sections without the list itself (they would be dropped unread)."""
+    names = list(names)
     for name in names:
         if name not in FIELDS and name not in _PARTS:
             raise unknown_field(name)
+    for stage in RANKED_FIELDS:
+        for part in RANKED_PARTS:
+            if f"{stage}_{part}" in names and stage not in names:
+                raise _fail(f"{part} without the ranked list: add the '{stage}' column", f"{stage}_{part}")
 
 
 def check_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -342,29 +385,38 @@ def check_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def _has_scores(ids: Sequence[Any] | None, scores: Sequence[Any] | None, sections: Sequence[Any] | None,
                 name: str) -> bool:
-    """Whether a ranked list in columns carries scores; raises when its parts do not fit its ids."""
-    if ids is None or scores is None:
-        if sections is not None:
-            raise _fail("sections need scores: give the entries as {\"id\", \"score\", \"section\"}", name)
+    """Whether a ranked list in columns carries scores or sections; raises when its parts do not fit its ids."""
+    for part, values in (("scores", scores), ("sections", sections)):
+        if ids is None and values is not None:
+            raise _fail(f"{part} without the ranked list (null or missing)", f"{name}_{part}")
+    if ids is None or (scores is None and sections is None):
         return False
-    if not isinstance(scores, (list, tuple)):
-        raise _fail(f"expected a list of scores, got {type(scores).__name__} {scores!r:.60}", name)
-    if len(scores) != len(ids) or (sections is not None and len(sections) != len(ids)):
-        raise _fail(f"{len(ids)} ids but {len(scores)} scores"
-                    + ("" if sections is None else f" and {len(sections)} sections"), name)
+    for part, values in (("scores", scores), ("sections", sections)):
+        if values is not None and not isinstance(values, (list, tuple)):
+            raise _fail(f"expected a list of {part}, got {type(values).__name__} {values!r:.60}", name)
+    if any(values is not None and len(values) != len(ids) for values in (scores, sections)):
+        raise _fail(f"{len(ids)} ids but " + " and ".join(
+            f"{len(values)} {part}" for part, values in (("scores", scores), ("sections", sections))
+            if values is not None), name)
     return True
 
 
 def ranked_entries(ids: Sequence[str] | None, scores: Sequence[float] | None,
                    sections: Sequence[str | None] | None, name: str) -> list[dict[str, Any]] | None:
-    """The ``{"id", "score"[, "section"]}`` form of a ranked list that carries scores (for JSON)."""
+    """The ``{"id"[, "score"][, "section"]}`` form of a ranked list that carries scores or sections
+    (for JSON): each entry keeps what was logged for it."""
     if ids is None or not _has_scores(ids, scores, sections, name):
         return None
-    entries: list[dict[str, Any]] = [{"id": i, "score": s} for i, s in zip(ids, scores)]
-    if sections is not None:
-        for entry, section in zip(entries, sections):
-            if section is not None:
-                entry["section"] = section
+    missing = (None,) * len(ids)
+    entries: list[dict[str, Any]] = []
+    for i, score, section in zip(ids, scores if scores is not None else missing,
+                                 sections if sections is not None else missing):
+        entry: dict[str, Any] = {"id": i}
+        if score is not None:
+            entry["score"] = score
+        if section is not None:
+            entry["section"] = section
+        entries.append(entry)
     return entries
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .atomic import check_output
 from .streaming import count_jsonl
 from .tally import Tally
 from .trace import Trace, TraceError, read_traces, write_traces
@@ -58,16 +59,25 @@ def convert(source: str | Path, target: str | Path) -> int:
 
     ``.parquet``: the Arrow schema :data:`ragstage.parquet.SCHEMA`; ``.jsonl`` or ``.jsonl.gz``:
     JSON Lines. Every trace is validated on the way (the same errors as ``attribute``), and
-    what is written is its normalised form, so a round trip gives the same traces back.
+    what is written is its normalised form, so a round trip gives the same traces back. The
+    target is written whole or not at all: on an error it keeps what it held before.
     """
     target = Path(target)
-    if Path(source).resolve() == target.resolve():
-        raise TraceError("the output must not be the input", path=str(target))
-    traces = read_any(source)
+    inputs = _input_files(source)
+    check_output(target, inputs)  # a folder, or the input under any name, is refused before reading
     if target.suffix == ".parquet":
         from .parquet import write_parquet
 
-        return write_parquet(target, traces)
+        return write_parquet(target, read_any(source), inputs=inputs)
     if target.name.endswith((".jsonl", ".jsonl.gz")):
-        return write_traces(target, traces)
+        return write_traces(target, read_any(source), inputs=inputs)
     raise TraceError("the output name must end in .parquet, .jsonl or .jsonl.gz", path=str(target))
+
+
+def _input_files(source: str | Path) -> list[Path]:
+    """Every file ``source`` reads: itself, or the Parquet files of a folder."""
+    if is_parquet(source) and Path(source).is_dir():
+        from .parquet import parquet_files
+
+        return [Path(source), *parquet_files(source)]
+    return [Path(source)]

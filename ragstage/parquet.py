@@ -31,6 +31,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_output
 from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_columns, check_record, check_row
 from .record import Record, as_record
 from .tally import Tally, find_duplicate, repeated_digests, tally_records
@@ -69,6 +70,10 @@ def parquet_files(path: str | Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+        strays = sorted(p for p in path.rglob("*.jsonl*") if p.is_file() and p.name.endswith((".jsonl", ".jsonl.gz")))
+        if strays:  # traces a folder reader would silently leave out
+            raise TraceError("a JSON Lines file inside a Parquet folder: read it on its own, or move it out",
+                             path=str(strays[0]))
         if not files:
             raise TraceError("no .parquet files in this folder", path=str(path))
         return files
@@ -204,10 +209,33 @@ def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bo
         yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g], convert)
 
 
+def _check_text(table: pa.Table | pa.RecordBatch, file: str, first_row: int) -> None:
+    """Every text value of the columns is valid UTF-8 (checked in C; the row found only on a fault).
+
+    Run on the columns a count skips too, so a corrupt text column fails ``attribute`` exactly
+    as it fails ``compare``, naming the row and the field.
+    """
+    for name, column in zip(table.schema.names, table.columns):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            for i in range(len(column)):
+                try:
+                    column[i].as_py()
+                except UnicodeDecodeError:
+                    raise TraceError("invalid UTF-8 text", path=file, line=first_row + i + 1, field=name,
+                                     unit="row") from None
+            raise
+
+
 def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int,
           convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[T]:
     try:
+        skipped = [name for name in pf.schema_arrow.names if name not in columns]
+        if skipped:
+            _check_text(pf.read_row_group(group, columns=skipped), file, row)
         for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
+            _check_text(batch, file, row)
             rows = convert(batch)
             while True:
                 try:
@@ -273,11 +301,14 @@ def _column_value(name: str, value: Any) -> Any:
 
 
 def write_parquet(path: str | Path, records: Iterable[dict[str, Any] | Trace],
-                  rows_per_group: int = _ROWS_PER_GROUP) -> int:
-    """Write traces (Trace objects or normalised records) with :data:`SCHEMA`; returns the count."""
+                  rows_per_group: int = _ROWS_PER_GROUP, inputs: Iterable[str | Path] = ()) -> int:
+    """Write traces (Trace objects or normalised records) with :data:`SCHEMA`; returns the count.
+
+    Whole or not at all, as :func:`ragstage.trace.write_traces`; ``inputs`` are refused as ``path``.
+    """
     names = SCHEMA.names
     n = 0
-    with pq.ParquetWriter(path, SCHEMA, compression="zstd") as writer:
+    with atomic_output(path, inputs) as tmp, pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as writer:
         columns: dict[str, list[Any]] = {name: [] for name in names}
         for item in records:
             rec = vars(item) if isinstance(item, Trace) else item

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import msgspec
 import orjson
 
-from .fields import FIELDS, check_record, missing
+from .fields import FIELDS, META_DEPTH, TraceError, check_record, missing, too_deep
 
 __all__ = ["Record", "decode_record", "as_record"]
 
@@ -62,6 +62,8 @@ def decode_record(line: bytes) -> Record:
     if rec.query_id is None:  # typed as nullable only so that the error is check_record's "missing"
         raise missing("query_id")
     if rec.meta:
+        if too_deep(rec.meta):
+            raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
         rec.meta = _as_orjson_reads(rec.meta)
     return rec
 

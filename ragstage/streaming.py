@@ -25,7 +25,7 @@ from .attribution import Checked
 from .fields import FIELDS
 from .record import as_record, decode_record
 from .tally import Tally, find_duplicate, repeated_digests, tally_records
-from .trace import TraceError, read_records
+from .trace import TraceError, is_blank, read_records
 
 __all__ = ["count_jsonl"]
 
@@ -69,7 +69,7 @@ def _range_records(path: str, start: int, end: int, chunk: _Chunk) -> Iterator[C
                     try:
                         rec = decode(raw)
                     except blank:  # a blank line is skipped; anything else that is not JSON is an error
-                        if raw.isspace():
+                        if is_blank(raw):
                             continue
                         raise
                     yield rec
@@ -108,7 +108,7 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
 def _line_keys(path: Path) -> Iterator[tuple[str, int, str, str]]:
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            if not raw.isspace():
+            if not is_blank(raw):
                 rec = orjson.loads(raw)
                 yield str(path), lineno, str(rec["query_id"]), rec.get("pipeline", _DEFAULT_PIPELINE)
 

@@ -8,12 +8,14 @@ reader runs, live in :mod:`ragstage.fields`; this module re-exports its public n
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 import orjson
 
+from .atomic import atomic_output
 from .fields import FIELDS, RANKED_FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_record, check_row, ranked_entries
 
 T = TypeVar("T")
@@ -23,6 +25,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "check_record",
+    "is_blank",
     "iter_json_lines",
     "open_text",
     "read_json_lines",
@@ -65,9 +68,9 @@ class Trace:
     prompt_version: str | None = None
     timestamp: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    retrieved_scores: Sequence[float] | None = field(default=None, repr=False)
+    retrieved_scores: Sequence[float | None] | None = field(default=None, repr=False)
     retrieved_sections: Sequence[str | None] | None = field(default=None, repr=False)
-    reranked_scores: Sequence[float] | None = field(default=None, repr=False)
+    reranked_scores: Sequence[float | None] | None = field(default=None, repr=False)
     reranked_sections: Sequence[str | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -134,21 +137,45 @@ def open_text(path: str | Path, mode: str = "r") -> IO[str]:
     return open(p, mode, encoding="utf-8")  # noqa: SIM115 - caller closes
 
 
+#: The longest line a JSON Lines reader takes (a trace with whole prompts is a few hundred kB):
+#: an endless input such as ``/dev/zero`` is an error, not a process that eats the memory.
+MAX_LINE_BYTES = 64 << 20
+# JSON's own whitespace: a line holding only these is blank; any other character makes it a value
+# (a line with a non-breaking space is invalid JSON in every reader, not skipped by some).
+JSON_SPACE = b" \t\r\n"
+
+
+def is_blank(line: str | bytes) -> bool:
+    """Whether a line holds only JSON whitespace (skipped by every JSON Lines reader)."""
+    return not line.strip(JSON_SPACE if isinstance(line, bytes) else JSON_SPACE.decode())
+
+
 def iter_json_lines(lines: Iterable[str | bytes],
                     fail: Callable[[str, int], Exception]) -> Iterator[tuple[int, Any]]:
     """``(line number, decoded value)`` for every non-blank line of a JSON Lines stream.
 
     Shared by every JSONL reader in the project (traces here, BEIR files in the pipeline) so
     that they skip blank lines and number lines the same way. ``fail(message, line)`` builds
-    the reader's own error for a line that is not valid JSON.
+    the reader's own error for a line that is not valid JSON (invalid UTF-8 included, when
+    the lines are bytes).
     """
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        if is_blank(line):
             continue
         try:
             yield lineno, orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise fail(f"invalid JSON ({exc})", lineno) from None
+
+
+def _byte_lines(handle: IO[bytes], fail: Callable[[str, int], Exception]) -> Iterator[bytes]:
+    """The lines of a binary stream, each at most :data:`MAX_LINE_BYTES` long."""
+    lineno = 0
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise fail(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", lineno)
+        yield line
 
 
 def read_json_lines(path: str | Path, parse: Callable[[Any], T],
@@ -158,21 +185,28 @@ def read_json_lines(path: str | Path, parse: Callable[[Any], T],
     The one file loop of the project's JSON Lines readers (traces, span exports, labels):
     a file that cannot be opened or read, a line that is not JSON, and an ``error`` that
     ``parse`` raises (its field kept) all come out as ``error`` naming the file and the line.
+    Lines are read as bytes and decoded one at a time, so invalid UTF-8 is reported on its
+    own line, in a plain file as in a ``.gz`` one.
     """
+    p = Path(path)
     try:
-        handle = open_text(path)
+        handle: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
     except OSError as exc:
         raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
     with handle:
         lineno = 0
+
+        def fail(msg: str, n: int) -> TraceError:
+            return error(msg, path=str(path), line=n)
+
         try:
-            for lineno, raw in iter_json_lines(handle, lambda msg, n: error(msg, path=str(path), line=n)):
+            for lineno, raw in iter_json_lines(_byte_lines(handle, fail), fail):
                 try:
                     value = parse(raw)
                 except error as exc:
                     raise error(exc.detail, path=str(path), line=lineno, field=exc.field) from None
                 yield lineno, value
-        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+        except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
             raise error(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
 
 
@@ -197,11 +231,19 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
         yield Trace._from_clean(rec)
 
 
-def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
-    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count."""
+def write_traces(path: str | Path, traces: Iterable[Trace], inputs: Iterable[str | Path] = ()) -> int:
+    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count.
+
+    The file appears whole or not at all (:func:`ragstage.atomic.atomic_output`): a bad trace
+    met on the way, or a killed process, leaves an existing ``path`` as it was. ``inputs``
+    are files the traces are read from, refused as ``path``.
+    """
     n = 0
-    with open_text(path, "w") as handle:
-        for trace in traces:
-            handle.write(orjson.dumps(trace.to_dict()).decode() + "\n")
-            n += 1
+    with atomic_output(path, inputs) as tmp, open(tmp, "wb") as raw:
+        out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
+            path).suffix == ".gz" else raw
+        with out:
+            for trace in traces:
+                out.write(orjson.dumps(trace.to_dict()) + b"\n")
+                n += 1
     return n

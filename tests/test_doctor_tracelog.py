@@ -46,11 +46,11 @@ def test_doctor_shape_problems():
 
 def test_logger_writes_valid_traces_and_redacts(tmp_path):
     path = tmp_path / "logs" / "traces.jsonl"
-    log = TraceLogger(path, pipeline="p", model="m", prompt_version="v1", redact=True)
+    log = TraceLogger(path, pipeline="p", model="m", prompt_version="v1", redact=True, redact_key="k")
     log.log(query_id="q1", query="secret question", retrieved=[("d1", 0.9, "intro"), ("d2", 0.5)],
             prompt=["d1"], answer="secret answer", gold=["d1"], correct=True)
     (trace,) = read_traces(path)
-    assert trace.query == redact_digest("secret question") and "secret" not in path.read_text()
+    assert trace.query == redact_digest("secret question", "k") and "secret" not in path.read_text()
     assert trace.retrieved_sections == ("intro", None) and trace.prompt_source == "logged" and trace.timestamp
     assert diagnose(trace).stage.value == "none"
     with pytest.raises(ValueError, match="already logged"):
@@ -122,3 +122,63 @@ def test_cli_ingest_ragas(tmp_path):
     assert run.returncode == 0 and "assumed: every retrieved context reached the prompt" in run.stderr
     (trace,) = read_traces(tmp_path / "t.jsonl")
     assert trace.gold == trace.prompt == trace.retrieved
+
+
+QUESTION = "What is the  capital of France?"
+ANSWER = "Paris [1] is the capital"
+
+
+def test_redaction_reaches_every_copy_of_query_and_answer(tmp_path):
+    """Before: the query and answer stayed readable in meta, error.message and section names."""
+    path = tmp_path / "traces.jsonl"
+    log = TraceLogger(path, redact=True, redact_key=b"team secret")
+    log.log(query_id="q1", query=QUESTION, answer=ANSWER, prompt=["d1"], gold=["d1"], correct=True,
+            retrieved=[("d1", 0.9, f"FAQ: {QUESTION.lower()}"), ("d2", 0.5, "intro")],
+            reranked=[("d1", 0.8, "Q: what is the capital of france?")],
+            error={"stage": "generation", "message": f"timeout after '{ANSWER}'"},
+            meta={"raw": {"question": QUESTION.upper(), "history": [ANSWER, "other"]},
+                  QUESTION: "used as a key", "kept": "capitalised"})
+    text = path.read_text()
+    for needle in ("capital of france", "paris [1]"):
+        assert needle not in text.lower()
+    (trace,) = read_traces(path)
+    digest = redact_digest(QUESTION, b"team secret")
+    assert trace.query == digest and trace.retrieved_sections == (f"FAQ: {digest}", "intro")
+    assert trace.meta["kept"] == "capitalised" and trace.meta["redacted"] == ["query", "answer"]
+    assert trace.error == {"stage": "generation", "message": f"timeout after '{redact_digest(ANSWER, b'team secret')}'"}
+    report = examine([trace])
+    assert [p.name for p in report.problems if "redacted" in p.name] == ["query and answer redacted"]
+
+
+def test_redaction_digest_is_keyed(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGSTAGE_REDACT_KEY", raising=False)
+    with pytest.raises(ValueError, match="secret key"):
+        TraceLogger(tmp_path / "t.jsonl", redact=True)
+    monkeypatch.setenv("RAGSTAGE_REDACT_KEY", "from-env")
+    log = TraceLogger(tmp_path / "t.jsonl", redact=True)
+    trace = log.log(query_id="a", query="is it safe?", retrieved=[], prompt=None, answer="")
+    assert trace.query == redact_digest("is it safe?", "from-env") != redact_digest("is it safe?", "other")
+    import hashlib
+    import hmac
+    assert trace.query == "hmac-sha256:" + hmac.new(b"from-env", b"is it safe?", hashlib.sha256).hexdigest()[:32]
+    assert hashlib.sha256(b"is it safe?").hexdigest()[:16] not in trace.query  # the old unkeyed digest
+
+
+def test_logger_starts_a_new_trace_on_a_clean_line_after_a_torn_tail(tmp_path):
+    """Before: the next trace was glued onto the fragment a killed writer left, and lost with it."""
+    path = tmp_path / "traces.jsonl"
+    log = TraceLogger(path)
+    log.log(query_id="a", query="q", retrieved=["d"], prompt=["d"], answer="x")
+    with open(path, "ab") as handle:
+        handle.write(b'{"query_id": "killed", "que')
+    with pytest.warns(UserWarning, match="torn last line"):
+        TraceLogger(path).log(query_id="b", query="q", retrieved=["d"], prompt=["d"], answer="y")
+    assert [t.query_id for t in read_traces(path)] == ["a", "b"]
+
+
+def test_logger_refuses_non_finite_scores_naming_the_field(tmp_path):
+    log = TraceLogger(tmp_path / "t.jsonl")
+    for bad in (float("nan"), float("inf"), -float("inf"), 10**400):
+        with pytest.raises(ValueError, match="field 'retrieved'.*finite"):
+            log.log(query_id=f"q{bad}", query="q", retrieved=[("d", bad)], prompt=None, answer="")
+    assert not (tmp_path / "t.jsonl").exists()

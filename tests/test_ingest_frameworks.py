@@ -172,7 +172,8 @@ def test_langchain_trace_contents(langchain_run):
     assert weeks.prompt_source == "recovered" and weeks.retrieved[0] == "leave@0"
     assert weeks.gold == ("leave@0",) and weeks.prompt == weeks.retrieved
     assert weeks.query == WEEKS and weeks.answer == "Fourteen weeks." and weeks.timestamp
-    assert weeks.retrieved_sections is None  # BM25Retriever gives no scores, so no ranked entries
+    assert weeks.retrieved_scores is None  # BM25Retriever gives no scores: the sections are kept all the same
+    assert weeks.retrieved_sections == ("Parental leave", "Parental leave", "Travel expenses")
     cut = _trace(result, "laptops-cut")
     assert cut.truncated == ("security@0",) and "security@0" not in cut.prompt
     assert "truncated" in diagnose(cut).reason

@@ -73,7 +73,6 @@ def _bad_file(tmp_path, column, values, type_=None):
     ("meta", [None, '{"a": 1}', "[1]"], None, 3, "expected an object"),
     ("meta", [None, "{", None], None, 2, "JSON text of an object"),
     ("query", ["a", None, "c"], None, 2, "must not be null"),
-    ("retrieved_sections", [None, ["s"], None], None, 2, "sections need scores"),
     # Plain-typed columns that a null makes not plain: the batch leaves the fast path.
     ("gold", [["a"], [None], ["b"]], None, 2, "ids must be strings or integers"),
     ("pipeline", ["a", "b", None], None, 3, "must not be null"),
@@ -81,7 +80,7 @@ def _bad_file(tmp_path, column, values, type_=None):
 ])
 def test_bad_rows_name_file_row_and_field(tmp_path, column, values, type_, bad_row, words):
     path = _bad_file(tmp_path, column, values, type_)
-    field = column.removesuffix("_sections")  # a section column is a part of its ranked list
+    field = column
     for run in (lambda: count_parquet(path, workers=2), lambda: list(read_parquet(path))):
         with pytest.raises(TraceError) as info:
             run()

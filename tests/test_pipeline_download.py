@@ -129,3 +129,160 @@ def test_download_over_http_from_a_local_server(tmp_path, monkeypatch):
     assert _leftovers(tmp_path / "envcache") == [f"scifact-{md5[:12]}"]
     assert not any(p.name.startswith(".") for p in (tmp_path / "envcache" / "datasets").iterdir())
     assert os.listdir(tmp_path / "envcache" / "datasets" / f"scifact-{md5[:12]}") == ["scifact"]
+
+
+# -- the bounds: size downloaded, size unpacked, time; every failure a DownloadError -----------------
+
+
+def test_default_bounds_are_stated_and_cover_scifact():
+    from ragstage.pipeline.download import MAX_DOWNLOAD_BYTES, MAX_SECONDS, MAX_UNPACKED_BYTES
+
+    assert MAX_DOWNLOAD_BYTES == 256 << 20 and MAX_UNPACKED_BYTES == 1 << 30 and MAX_SECONDS == 900
+    assert MAX_DOWNLOAD_BYTES > 10 << 20 and MAX_UNPACKED_BYTES > 10 << 20  # SciFact: about 10 MB
+
+
+def test_an_archive_that_unpacks_past_the_bound_is_refused(tmp_path):
+    """Before: a 1 MiB archive that unpacks to 1 GiB was written until the disk filled."""
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in _beir_members().items():
+            zf.writestr(name, data)
+        zf.writestr("scifact/zeros.bin", b"\0" * (8 << 20))
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    assert archive.stat().st_size < 100_000
+    with pytest.raises(DownloadError, match="more than the limit of 4.0 MiB; nothing was cached"):
+        fetch_beir_archive(archive.as_uri(), md5, tmp_path / "cache", max_unpacked_bytes=4 << 20)
+    assert _leftovers(tmp_path / "cache") == []
+
+
+def test_an_archive_whose_directory_lies_about_sizes_is_still_bounded(tmp_path):
+    archive = tmp_path / "liar.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("scifact/corpus.jsonl", b"x" * (3 << 20))
+    raw = bytearray(archive.read_bytes())
+    central = raw.rfind(b"PK\x01\x02")
+    raw[central + 24:central + 28] = (1).to_bytes(4, "little")  # uncompressed size claimed: 1 byte
+    archive.write_bytes(bytes(raw))
+    md5 = hashlib.md5(bytes(raw)).hexdigest()
+    with pytest.raises(DownloadError, match="nothing was cached"):
+        fetch_beir_archive(archive.as_uri(), md5, tmp_path / "cache", max_unpacked_bytes=1 << 20)
+    assert _leftovers(tmp_path / "cache") == []
+
+
+def _patched_zip(path: Path, patch) -> str:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in _beir_members().items():
+            zf.writestr(name, data)
+    raw = bytearray(path.read_bytes())
+    patch(raw)
+    path.write_bytes(bytes(raw))
+    return hashlib.md5(bytes(raw)).hexdigest()
+
+
+def _corrupt_deflate(raw: bytearray) -> None:
+    name_len = int.from_bytes(raw[26:28], "little")
+    start = 30 + name_len + int.from_bytes(raw[28:30], "little")
+    raw[start:start + 64] = b"\xff" * 64  # an invalid deflate block type
+
+
+def _unsupported_method(raw: bytearray) -> None:
+    raw[8:10] = (99).to_bytes(2, "little")  # the local header's compression method
+    central = raw.find(b"PK\x01\x02")
+    raw[central + 10:central + 12] = (99).to_bytes(2, "little")
+
+
+@pytest.mark.parametrize("patch, message", [(_corrupt_deflate, "corrupt compressed data"),
+                                            (_unsupported_method, "unsupported compression method")])
+def test_broken_compression_is_a_download_error(tmp_path, patch, message):
+    """Before: zlib.error and NotImplementedError, shown by `ragstage run` as tracebacks."""
+    archive = tmp_path / "broken.zip"
+    md5 = _patched_zip(archive, patch)
+    with pytest.raises(DownloadError, match=message):
+        fetch_beir_archive(archive.as_uri(), md5, tmp_path / "cache")
+    assert _leftovers(tmp_path / "cache") == []
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([("scifact/corpus.jsonl", b"{}")], "appears twice"),
+    ([("scifact/qrels", b"a file")], "both a file and a folder"),
+    ([("scifact/queries.jsonl/x", b"")], "both a file and a folder"),
+])
+def test_clashing_names_are_a_download_error(tmp_path, extra, message):
+    """Before: an OSError traceback (a file where a folder must go), or the last copy silently kept."""
+    archive = tmp_path / "clash.zip"
+    import warnings
+
+    with warnings.catch_warnings(), zipfile.ZipFile(archive, "w") as zf:
+        warnings.simplefilter("ignore")  # zipfile warns about a duplicate name while writing it
+        for name, data in [*_beir_members().items(), *extra]:
+            zf.writestr(name, data)
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    with pytest.raises(DownloadError, match=message):
+        fetch_beir_archive(archive.as_uri(), md5, tmp_path / "cache")
+    assert _leftovers(tmp_path / "cache") == []
+
+
+class _Server:
+    """A local HTTP server on 127.0.0.1 whose handler ``respond(handler)`` writes the reply."""
+
+    def __init__(self, respond):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server name
+                try:
+                    respond(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/scifact.zip"
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+def _send(length: int | None, body_chunks, pause: float = 0.0):
+    def respond(handler):
+        handler.send_response(200)
+        if length is not None:
+            handler.send_header("Content-Length", str(length))
+        handler.end_headers()
+        for chunk in body_chunks():
+            handler.wfile.write(chunk)
+            handler.wfile.flush()
+            if pause:
+                import time
+
+                time.sleep(pause)
+    return respond
+
+
+def test_a_download_past_the_size_bound_is_refused(tmp_path):
+    announced = _send(3 << 20, lambda: [b"x" * (3 << 20)])
+    with _Server(announced) as url, pytest.raises(DownloadError, match="announces 3.0 MiB, more than the limit"):
+        fetch_beir_archive(url, "0" * 32, tmp_path / "cache", max_bytes=1 << 20)
+    unannounced = _send(None, lambda: (b"x" * (256 << 10) for _ in range(12)))
+    with _Server(unannounced) as url, pytest.raises(DownloadError, match="more than the limit of 1.0 MiB received"):
+        fetch_beir_archive(url, "0" * 32, tmp_path / "cache", max_bytes=1 << 20)
+    assert _leftovers(tmp_path / "cache") == []
+
+
+def test_a_slow_server_is_cut_off_at_the_total_time_bound(tmp_path):
+    """Before: a 3 s timeout let a server that trickles bytes take 24 s."""
+    import time
+
+    trickle = _send(None, lambda: (b"x" for _ in range(100)), pause=0.2)
+    started = time.monotonic()
+    with _Server(trickle) as url, pytest.raises(DownloadError, match="not finished within 1.5 s"):
+        fetch_beir_archive(url, "0" * 32, tmp_path / "cache", timeout=3, max_seconds=1.5)
+    assert time.monotonic() - started < 6
+    assert _leftovers(tmp_path / "cache") == []

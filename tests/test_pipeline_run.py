@@ -32,7 +32,8 @@ def _pipeline(generator, cache, reranker=None, **kw):
     return Pipeline(BM25Retriever(DATA.corpus), reranker or NoReranker(), generator, cache_dir=cache, **kw)
 
 
-def test_bm25_run_writes_one_valid_trace_per_claim(tmp_path, generator):
+def test_bm25_run_writes_one_valid_trace_per_claim(tmp_path, generator, monkeypatch):
+    monkeypatch.setenv("RAGSTAGE_CACHE", str(tmp_path))  # the receipt names the cache relative to its root
     result = _pipeline(generator, tmp_path / "cache").run(DATA.queries, DATA.qrels, tmp_path / "run",
                                                                 data_info=DATA.meta)
     traces = list(read_traces(result.traces))
@@ -53,6 +54,7 @@ def test_bm25_run_writes_one_valid_trace_per_claim(tmp_path, generator):
     assert receipt["counts"] == {"traces": n, "errors": 0, "generated": n, "generation_cache_hits": 0}
     assert receipt["data"]["corpus_hash"] == DATA.corpus_hash and receipt["stand_ins"] == []
     assert receipt["packages"]["transformers"] and receipt["settings"]["budget"] == 1024
+    assert receipt["cache_dir"] == "<cache>/cache" and receipt == result.receipt
     saved = [json.loads(line) for line in (tmp_path / "run" / "prompts.jsonl").read_text().splitlines()]
     assert [(s["query_id"], tuple(s["ids"])) for s in saved] == [(t.query_id, tuple(t.prompt)) for t in traces]
 

@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
-from ragstage.run_summary import prompt_fill
 
 from ragstage import attribution_table, compare, table_from_counts
 from ragstage.fixtures import fixtures_dir, load_traces
@@ -28,6 +27,7 @@ from ragstage.plots import (
     stage_bars,
 )
 from ragstage.runs import load_run
+from ragstage.runs.summary import prompt_fill
 
 
 @pytest.fixture(scope="module")

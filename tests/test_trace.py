@@ -68,7 +68,7 @@ def test_integer_ids_are_read_as_text():
     ({"query_id": "q", "answerable": "yes"}, "answerable", "true or false"),
     ({"query_id": "q", "claims": [1, 0]}, "claims", "claim labels"),
     ({"query_id": "q", "gold": [True]}, "gold", "ids must be"),
-    ({"query_id": "q", "retrieved": [{"id": "a"}]}, "retrieved", "score"),
+    ({"query_id": "q", "retrieved": [{"score": 1}]}, "retrieved", "score"),  # an entry without an id
     ({"query_id": "q", "retrieved": [{"id": "a", "score": 1, "rank": 1}]}, "retrieved", "unknown key"),
     ({"query_id": "q", "error": "down"}, "error", "stage"),
     ({"query_id": "q", "meta": []}, "meta", "object"),

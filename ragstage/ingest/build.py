@@ -232,11 +232,16 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
 
 
 def _ranked(entries: list[tuple[str, float | None]], sections: list[str | None]) -> list[Any]:
-    if entries and all(score is not None for _, score in entries):
-        out: list[dict[str, Any]] = [{"id": cid, "score": score} for cid, score in entries]
-        for entry, section in zip(out, sections):
+    """Entries with whatever score and section the spans gave (a section without a score is kept)."""
+    if any(score is not None for _, score in entries) or any(s is not None for s in sections):
+        out: list[dict[str, Any]] = []
+        for (cid, score), section in zip(entries, sections):
+            entry: dict[str, Any] = {"id": cid}
+            if score is not None:
+                entry["score"] = score
             if section is not None:
                 entry["section"] = section
+            out.append(entry)
         return out
     return [cid for cid, _ in entries]
 

@@ -31,7 +31,7 @@ class FieldCheck:
 
 
 def _no_scores(t: Trace) -> bool:
-    return bool(t.retrieved) and t.retrieved_scores is None
+    return bool(t.retrieved) and (t.retrieved_scores is None or any(s is None for s in t.retrieved_scores))
 
 
 def _no_sections(t: Trace) -> bool:
@@ -89,6 +89,10 @@ SHAPE_CHECKS: tuple[tuple[str, Callable[[Trace], bool], str], ...] = (
      "`answer_ids` or claim labels"),
     ("passage truncated in the prompt", lambda t: bool(t.truncated),
      "a passage reached the model only in part: it does not count as in the prompt"),
+    ("query and answer redacted", lambda t: isinstance(r := t.meta.get("redacted"), list) and "answer" in r,
+     "the answer is a digest: its citation markers and numbers are gone, so the flags (fabricated_citation, "
+     "numeric_unmarked) and the reasons read from the answer text cannot be found; judge with `correct` or "
+     "`answer_ids`"),
 )
 
 

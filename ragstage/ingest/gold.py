@@ -41,6 +41,7 @@ class Label:
     refused: bool | None = None
     reference: str | None = None
     line: int | None = None
+    path: str | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -170,6 +171,8 @@ def _spans(value: Any) -> tuple[tuple[str, int, int], ...]:
         s, e = item["start"], item["end"]
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (s, e)) or not 0 <= s < e:
             raise _fail(f"start and end must be integers with 0 <= start < end, got {s!r}, {e!r}", "gold_spans")
+        if isinstance(item["id"], bool) or not isinstance(item["id"], (str, int)):
+            raise _fail(f"a span's id must be a document id (a string), got {item['id']!r:.40}", "gold_spans")
         out.append((str(item["id"]), s, e))
     return tuple(out)
 
@@ -179,6 +182,12 @@ def _opt_bool(record: Mapping[str, Any], name: str) -> bool | None:
     if value is not None and type(value) is not bool:
         raise _fail(f"expected true, false or null, got {value!r:.40}", name)
     return value
+
+
+def _list_or_null(record: Mapping[str, Any], name: str) -> Any:
+    """A list field: null or absent is empty; anything else is checked as given (``false`` is no list)."""
+    value = record.get(name)
+    return [] if value is None else value
 
 
 def parse_label(record: Any) -> Label:
@@ -201,8 +210,8 @@ def parse_label(record: Any) -> Label:
     return Label(
         query_id=None if qid is None else str(qid),
         query=query,
-        gold=_str_list(record.get("gold") or [], "gold"),
-        gold_spans=_spans(record.get("gold_spans") or []),
+        gold=_str_list(_list_or_null(record, "gold"), "gold"),
+        gold_spans=_spans(_list_or_null(record, "gold_spans")),
         answerable=_opt_bool(record, "answerable"),
         correct=_opt_bool(record, "correct"),
         refused=_opt_bool(record, "refused"),
@@ -212,7 +221,7 @@ def parse_label(record: Any) -> Label:
 
 def read_labels(path: str | Path) -> list[Label]:
     """Labels from a JSON Lines file; an error names the file, the line and the key."""
-    return [Label(**{**label.__dict__, "line": lineno})
+    return [Label(**{**label.__dict__, "line": lineno, "path": str(path)})
             for lineno, label in read_json_lines(path, parse_label, SpanError)]
 
 
@@ -230,7 +239,8 @@ class LabelIndex:
             if label.query_id is not None:
                 if label.query_id in self.by_id:
                     raise SpanError(f"query_id {label.query_id!r} labelled twice (lines "
-                                    f"{self.by_id[label.query_id].line} and {label.line})", field="query_id")
+                                    f"{self.by_id[label.query_id].line} and {label.line})", path=label.path,
+                                    line=label.line, field="query_id")
                 self.by_id[label.query_id] = label
             if label.query:
                 self.by_text.setdefault(normalise(label.query), label)

@@ -17,8 +17,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from ..atomic import append_line
 from .spans import Span, SpanError
-from .tracelog import append_line
 
 __all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
 

@@ -18,6 +18,7 @@ from .embedding import DEFAULT_EMBEDDER, Embedder
 from .generation import DEFAULT_GENERATOR, HFGenerator
 from .models import ModelRef, ModelSpec
 from .offline import minilm_standin, qwen_coder_standin
+from .receipt import local_path
 from .rerank import DEFAULT_CROSS_ENCODER, CrossEncoderReranker, NoReranker, RankFusionReranker, Reranker
 from .retrieval import BM25Retriever, DenseRetriever, Retriever
 
@@ -95,8 +96,8 @@ def generator_from_receipt(receipt: Mapping[str, Any], *, device: str = "auto",
     """
     described = receipt["generator"]
     model = described["model"]
-    ref = qwen_coder_standin(cache_dir) if model["stand_in"] else ModelRef(model["source"], model["gguf_file"],
-                                                                         model["revision"])
+    ref = qwen_coder_standin(cache_dir) if model["stand_in"] else ModelRef(local_path(model["source"], cache_dir),
+                                                                         model["gguf_file"], model["revision"])
     if ref.name != model["name"]:
         raise ValueError(f"the run was made with the stand-in {model['name']!r}; "
                          f"this package's stand-in is {ref.name!r}: pass the generator explicitly")

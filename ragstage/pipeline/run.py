@@ -29,7 +29,7 @@ from .assembly import AssembledPrompt, assemble_prompt
 from .data import Qrels, hash_corpus
 from .download import default_cache_dir
 from .generation import Generator, template_for
-from .receipt import Clock, counts, now, stand_ins, versions
+from .receipt import Clock, counts, now, portable, stand_ins, versions
 from .rerank import Reranker, RerankerUnavailable
 from .retrieval import Hits, Retriever
 from .store import JsonlStore, config_key
@@ -210,7 +210,7 @@ class Pipeline:
                            {qid: (queries[qid], prompt.context) for qid, prompt in stages.prompts.items()})
         outputs, generated = generate_cached(self.generator, texts, self.cache_dir)
         traces = [self._trace(qid, queries[qid], list(qrels[qid]), stages, outputs) for qid in queries]
-        receipt = {**self._receipt(stages, len(queries), data_info), **clock.timing(),
-                   "counts": counts(traces, len(texts), generated)}
+        receipt = portable({**self._receipt(stages, len(queries), data_info), **clock.timing(),
+                            "counts": counts(traces, len(texts), generated)})
         files.write(traces, receipt)
         return RunResult(files.folder, files.traces, receipt)

@@ -1,19 +1,30 @@
 """Append-only JSON Lines stores: the caches that let an interrupted run resume.
 
-Each finished item is appended as one line and flushed at once, so a killed process loses
-at most the line it was writing. On open, a torn last line (no newline, or not JSON) is cut
-off, so the next append starts on a clean line instead of gluing onto the fragment.
+Each finished item is appended as one whole line (:func:`ragstage.atomic.append_line`: one
+``os.write`` on an ``O_APPEND`` descriptor under an exclusive lock), so several processes
+may share a cache folder and a killed process loses at most the line it was writing. On
+open, every intact line is kept, wherever a damaged line sits, and the damaged ones are
+counted in :attr:`JsonlStore.torn_lines` and reported with a warning: their items are
+simply computed again. A torn last line is cut before the next append, so new lines never
+glue onto a fragment.
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-__all__ = ["JsonlStore", "config_key"]
+from ..atomic import append_line, locked
+
+__all__ = ["JsonlStore", "TornLinesWarning", "config_key"]
+
+
+class TornLinesWarning(UserWarning):
+    """A cache file held lines that are not whole records (a writer was killed mid-line)."""
 
 
 def config_key(config: Any, length: int = 16) -> str:
@@ -36,12 +47,15 @@ class JsonlStore:
         self._load()
 
     def _load(self) -> None:
-        if not self.path.exists():
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed below, after the lock
+        except FileNotFoundError:
             return
-        good_end = 0
-        with open(self.path, "rb") as handle:
+        with handle, locked(handle, exclusive=False):  # no half-written line of a live writer is seen
             raw = handle.read()
         for line in raw.splitlines(keepends=True):
+            if not line.strip():
+                continue
             try:
                 if not line.endswith(b"\n"):
                     raise ValueError("no newline: the write was interrupted")
@@ -49,11 +63,10 @@ class JsonlStore:
                 self._data[record["key"]] = record["value"]
             except (ValueError, KeyError, TypeError):
                 self.torn_lines += 1
-                break  # everything after a torn line is suspect; only the last can be torn
-            good_end += len(line)
-        if good_end < len(raw):
-            with open(self.path, "r+b") as handle:
-                handle.truncate(good_end)
+        if self.torn_lines:
+            warnings.warn(f"{self.path}: {self.torn_lines} torn line(s) skipped (a write was interrupted); "
+                          f"{len(self._data)} cached item(s) kept, the lost ones are computed again",
+                          TornLinesWarning, stacklevel=3)
 
     def __contains__(self, key: str) -> bool:
         return key in self._data
@@ -71,8 +84,6 @@ class JsonlStore:
         return iter(self._data.items())
 
     def put(self, key: str, value: Any) -> None:
-        """Store one item and flush it to disk before returning."""
-        with open(self.path, "ab") as handle:
-            handle.write(orjson.dumps({"key": key, "value": value}) + b"\n")
-            handle.flush()
+        """Store one item: one whole line on disk before returning."""
+        append_line(self.path, orjson.dumps({"key": key, "value": value}) + b"\n")
         self._data[key] = value

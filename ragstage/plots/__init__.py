@@ -1,7 +1,7 @@
 """Figures for the workbook: stage bars, funnels, intervals, migrations, prompt fill, chunkings.
 
 Every function draws with matplotlib's object-oriented API, takes plain inputs (the tables
-``ragstage.report`` and ``ragstage.run_summary`` return, or counts and spans) and returns a
+``ragstage.report`` and ``ragstage.runs.summary`` return, or counts and spans) and returns a
 matplotlib :class:`~matplotlib.figure.Figure` (most accept ``ax=`` to draw into axes of your
 own). In a notebook each figure shows exactly once, however the cell ends (see
 :mod:`ragstage.plots._figure`); :func:`png_bytes` gives reproducible PNG bytes for a report.

@@ -1,6 +1,6 @@
 """Chapter 5: how much of the top-ranked evidence fits the prompt budget, per pipeline.
 
-:func:`prompt_fill_plot` draws what :func:`ragstage.run_summary.prompt_fill` computes: the
+:func:`prompt_fill_plot` draws what :func:`ragstage.runs.summary.prompt_fill` computes: the
 passages offered (the top ``k`` of the ranked list) against the passages that reached the
 prompt, on average per question, with the number of prompts the budget cut short. Where the
 lost claims went is :func:`ragstage.plots.lost_bars` on the same run's attribution table.
@@ -23,13 +23,13 @@ _FILL_COLUMNS = {"group", "questions", "top", "mean_offered", "mean_in_prompt", 
 def prompt_fill_plot(fill: pd.DataFrame, *, title: str | None = None, ax: Any = None) -> Any:
     """Passages offered (outlined) against passages in the prompt (filled), per pipeline.
 
-    ``fill`` is :func:`ragstage.run_summary.prompt_fill`'s table. Each row is labelled with the
+    ``fill`` is :func:`ragstage.runs.summary.prompt_fill`'s table. Each row is labelled with the
     mean in the prompt over the mean offered and ``"cut by the budget: c of q"``. The two bar
     containers are labelled ``"offered"`` and ``"in the prompt"``.
     """
     missing = _FILL_COLUMNS - set(fill.columns)
     if missing:
-        raise ValueError(f"fill lacks column(s) {sorted(missing)}: pass run_summary.prompt_fill(...)")
+        raise ValueError(f"fill lacks column(s) {sorted(missing)}: pass runs.summary.prompt_fill(...)")
     if fill.empty:
         raise ValueError("nothing to plot: no trace with a logged prompt")
     groups = fill["group"].astype(str).tolist()

@@ -19,7 +19,6 @@ live outside run folders, under the cache directory a receipt names.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -28,19 +27,13 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
+from ..atomic import atomic_write_bytes
 from ..trace import Trace, TraceError, write_traces
 
 __all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "settings_folder", "oracle_folder", "is_run_file",
            "copy_runs", "atomic_write_bytes"]
 
 _TRACES, _PROMPTS, _RECEIPT = "traces", "prompts", "receipt"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a whole file so readers see either the old or the new content, never half."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)
@@ -79,9 +72,7 @@ class RunFiles:
     def write(self, traces: Iterable[Trace], receipt: Mapping[str, Any]) -> None:
         """The traces, then the receipt (see the module docstring)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.traces.with_name(f".{self.traces.name}.tmp-{os.getpid()}")
-        write_traces(tmp, traces)
-        os.replace(tmp, self.traces)
+        write_traces(self.traces, traces)
         atomic_write_bytes(self.receipt, orjson.dumps(receipt, option=orjson.OPT_INDENT_2))
 
     def read_receipt(self) -> dict[str, Any]:

@@ -59,7 +59,8 @@ def _scores_html(trace: Trace) -> str:
     """The retrieval scores of the case's current ``retrieved`` list (empty without scores)."""
     if trace.retrieved_scores is None:
         return ""
-    pairs = " · ".join(f"{html.escape(i)} {s:g}" for i, s in zip(trace.retrieved, trace.retrieved_scores))
+    pairs = " · ".join(html.escape(i) + ("" if s is None else f" {s:g}")
+                       for i, s in zip(trace.retrieved, trace.retrieved_scores))
     return f"<small>retrieval scores: {pairs}</small>"
 
 
