@@ -186,7 +186,12 @@ def test_the_reranker_is_a_logged_stage(run_dir):
     traces = traces_of(settings, run_dir)
     assert all(t.reranked is not None and len(t.reranked) == 4 and len(t.retrieved) == 10 for t in traces)
     assert all(set(t.reranked) <= set(t.retrieved) for t in traces)
-    assert buckets(traces) == Counter(none=21, generation=11, retrieval=2, reranking=2)
+    # the budget's two cuts leave prompt_assembly (q12 to reranking, q33 to generation); q20 stays: both
+    # halves of its gold span are retrieved, the reranker keeps the one without "mmHg"
+    assert buckets(traces) == Counter(none=21, generation=10, retrieval=2, reranking=2, prompt_assembly=1)
+    q20 = next(t for t in traces if t.query_id == "q20")
+    assert set(q20.gold) <= set(q20.retrieved) and not set(q20.gold) <= set(q20.reranked)
+    assert "partial_coverage" in q20.meta["ingest"] and diagnose(q20).stage.value == "prompt_assembly"
     c = compare(traces_of(BASE, run_dir), traces)
     assert (c.fixed, c.broken) == (1, 0)
 
