@@ -262,8 +262,10 @@ def test_case_editor_rediagnoses_in_the_browser(chromium, chapter1_lab):
             message = editor.locator(f".ragstage-message-{CASE}")
             expect(stage).to_have_text(OLD_BUCKET)
             expect(field).to_have_value(OLD_VALUE)
-            before = wait_for_counts(editor, lambda c: sum(c.values()) == 5, WIDGET_UPDATE)
-            assert before == {"retrieval": 1, "reranking": 1, "prompt_assembly": 1, "generation": 1, "none": 1}, before
+            # cases A-E, one per stage, and chapter 1's service failure (F) and unlabelled question (G)
+            before = wait_for_counts(editor, lambda c: sum(c.values()) == 7, WIDGET_UPDATE)
+            assert before == {"retrieval": 1, "reranking": 1, "prompt_assembly": 1, "generation": 1, "none": 1,
+                              "endpoint_unavailable": 1, "label_missing": 1}, before
 
             field.fill(NEW_VALUE)
             field.press("Enter")  # the text boxes have continuous_update=False: Enter commits
@@ -272,7 +274,8 @@ def test_case_editor_rediagnoses_in_the_browser(chromium, chapter1_lab):
             expect(message).to_have_text("")
             # the bucket table below the cases was recomputed too: A left its bucket for B's
             counts = wait_for_counts(editor, lambda c: c.get(NEW_BUCKET) == 2, WIDGET_UPDATE)
-            assert counts == {NEW_BUCKET: 2, "prompt_assembly": 1, "generation": 1, "none": 1}, counts
+            assert counts == {NEW_BUCKET: 2, "prompt_assembly": 1, "generation": 1, "none": 1,
+                              "endpoint_unavailable": 1, "label_missing": 1}, counts
 
             editor.screenshot(path=str(SCREENSHOT))
             print(f"screenshot: {SCREENSHOT}")

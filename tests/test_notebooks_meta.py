@@ -128,7 +128,7 @@ def test_chapter_closes_with_exercises_summary_questions_and_references(path):
     cells = load(path).cells
     assert order[-1] == len(cells) - 1, f"{path.name}: the references should be the last cell"
     questions = cells[order[2]].source
-    folds = re.findall(r"<details><summary>Answer</summary>.*?</details>", questions, re.S)
+    folds = re.findall(r"<details>\s*<summary>Answer</summary>.*?</details>", questions, re.S)
     numbered = re.findall(r"(?m)^\d+\.\s", questions)
     assert 5 <= len(folds) <= 10 and len(folds) == len(numbered), (
         f"{path.name}: {len(numbered)} questions and {len(folds)} folded answers; want 5-10, one fold each")
