@@ -62,7 +62,7 @@ def server(site):
     httpd.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # closed with this module: one sync Playwright at a time in the session
 def browser_context(server):
     path = chromium_or_skip()
     from playwright.sync_api import sync_playwright
@@ -91,7 +91,7 @@ def pages(site: Path) -> list[str]:
     return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.parts[len(site.parts)] != "_static")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def visited(site, server, browser_context) -> dict[str, dict]:
     """Open every page once; what each showed: console errors, requests off the site, images, details."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
