@@ -9,6 +9,9 @@ that chapter 2 once forgot to import).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +36,34 @@ def _shell() -> InteractiveShell:
     return _ChapterShell.instance()
 
 
-def run_chapter(name: str, workdir: Path) -> dict[str, Any]:
-    """Every code cell of ``notebooks/<name>``, in order, from ``workdir``; the user namespace.
+@dataclass
+class Chapter:
+    """A chapter's namespace and the folder its kernel ran in (its relative paths point there)."""
+
+    namespace: dict[str, Any]
+    workdir: Path
+
+    @contextmanager
+    def kernel(self) -> Iterator[dict[str, Any]]:
+        """The namespace, with the working directory the chapter's cells had while they ran."""
+        here = os.getcwd()
+        os.chdir(self.workdir)
+        try:
+            yield self.namespace
+        finally:
+            os.chdir(here)
+
+
+def run_chapter(name: str, workdir: Path) -> Chapter:
+    """Every code cell of ``notebooks/<name>``, in order, from ``workdir``.
 
     A cell that raises fails with the cell's number and first line. Output is captured and
     thrown away: the chapter's own outputs are nbval's business.
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     shell = _shell()
-    here = os.getcwd()
-    os.chdir(workdir)
-    try:
+    chapter = Chapter(shell.user_ns, workdir)
+    with chapter.kernel():
         for number, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
             with capture_output(display=True):
                 outcome = shell.run_cell(cell.source, store_history=False)
@@ -51,15 +71,14 @@ def run_chapter(name: str, workdir: Path) -> dict[str, Any]:
                 error = outcome.error_in_exec or outcome.error_before_exec
                 head = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
                 raise AssertionError(f"{name}: code cell {number + 1} ({head!r}) raised {error!r}")
-    finally:
-        os.chdir(here)
-    return shell.user_ns
+    return chapter
 
 
-def run_solution(namespace: dict[str, Any], solution: str, label: str) -> Any:
-    """Run one solution in the chapter's namespace, as a reader's new cell would; its ``result``."""
-    namespace.pop("result", None)
-    exec(compile(solution, f"<solution {label}>", "exec"), namespace)
+def run_solution(chapter: Chapter, solution: str, label: str) -> Any:
+    """Run one solution as a reader's new cell would: same namespace, same folder; its ``result``."""
+    with chapter.kernel() as namespace:
+        namespace.pop("result", None)
+        exec(compile(solution, f"<solution {label}>", "exec"), namespace)
     if "result" not in namespace:
         raise AssertionError(f"solution {label} does not bind `result`")
     return namespace["result"]

@@ -165,9 +165,10 @@ def namespaces(tmp_path_factory):
 
 @pytest.mark.parametrize("ex", ALL, ids=[e.id for e in ALL])
 def test_solution_passes_its_self_check_in_the_chapter_namespace(ex, namespaces):
-    namespace = namespaces(ex.chapter)
-    result = run_solution(namespace, ex.solution, ex.id)
+    chapter = namespaces(ex.chapter)
+    result = run_solution(chapter, ex.solution, ex.id)
     outcome = check(ex.id, result)
     assert isinstance(outcome, CheckResult) and outcome.ok, str(outcome)
     # the cell of the solutions notebook is the same code plus its check
-    exec(compile(solution_cell(ex.id, ex.solution), f"<cell {ex.id}>", "exec"), namespace)
+    with chapter.kernel() as namespace:
+        exec(compile(solution_cell(ex.id, ex.solution), f"<cell {ex.id}>", "exec"), namespace)
