@@ -98,8 +98,8 @@ def _print_comparison(result, fmt: str) -> None:
 
 def _gated(args: argparse.Namespace) -> int:
     """``compare`` with the gate: the comparison, then the verdict as the last line (stderr with JSON)."""
-    from .gate import gate
     from .atomic import atomic_write_bytes
+    from .gate import gate
 
     result = gate(read_any(args.before), read_any(args.after), alpha=args.alpha, max_broken=args.max_broken,
                   critical=not args.no_critical, require=args.require, intersect=args.intersect,

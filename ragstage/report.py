@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .attribution import BUCKETS, RIGHT, UNDECIDED, Stage, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
 from .tally import tally_records
@@ -65,8 +65,6 @@ _FUNNEL = (
     ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
     ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
-# Outcomes nobody can call right or wrong: a paired comparison leaves them undecided.
-_UNKNOWN = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 # Questions outside the funnel: no relevance judgement applies to them.
 _OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
                       Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
@@ -249,7 +247,7 @@ def comparison_from_moves(moves: Mapping[tuple[str, str], int], only_before: Ite
     if not moves:
         raise ValueError("the two runs share no query_id")
     n = sum(moves.values())
-    decided = {pair: k for pair, k in moves.items() if pair[0] not in _UNKNOWN and pair[1] not in _UNKNOWN}
+    decided = {pair: k for pair, k in moves.items() if pair[0] not in UNDECIDED and pair[1] not in UNDECIDED}
     fixed = sum(k for (src, dst), k in decided.items() if src not in RIGHT and dst in RIGHT)
     broken = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst not in RIGHT)
     both_right = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst in RIGHT)

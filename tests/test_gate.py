@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragstage import Trace, write_traces
-from ragstage.gate import CRITICAL, format_p, gate
 from ragstage.atomic import OutputError, atomic_write_bytes
+from ragstage.gate import CRITICAL, format_p, gate
 from ragstage.report import compare
 from ragstage.testing import assert_no_regression
 
