@@ -16,7 +16,7 @@ import pandas as pd
 from .attribution import BUCKETS, RIGHT, UNDECIDED, Stage, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
-from .tally import tally_records
+from .tally import Tally, tally_records
 from .trace import Trace
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "funnel_from_tally",
     "stage_entrants",
     "count_flags",
     "flag_table_from_counts",
@@ -117,7 +118,11 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
     those traces only; reranking only when some trace in the group had a reranking stage:
     an unmeasured stage is not a healthy one, so it is not shown as 100% survival.
     """
-    tally = tally_records(traces, by, require)
+    return funnel_from_tally(tally_records(traces, by, require))
+
+
+def funnel_from_tally(tally: Tally) -> pd.DataFrame:
+    """The funnel of :func:`funnel` from counts already made (by any reader: see :mod:`ragstage.tally`)."""
     frames = []
     for group, buckets in tally.buckets.items():
         judged = tally.query_judged.get(group, {})
