@@ -182,9 +182,9 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
     if type(source).__name__ == "DataFrame":
         columns = set(source.columns)
         if "context.span_id" in columns or source.index.name in ("context.span_id", "span_id"):
-            from .phoenix import frame_limit_note, from_phoenix
+            from .phoenix import from_phoenix, limit_note
 
-            note = frame_limit_note(source)
+            note = limit_note(len(source))
             if note:
                 warnings.append(note)
             read.append(f"a Phoenix spans DataFrame, {len(source)} span(s)")
@@ -212,8 +212,11 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
         read.append(f"{len(items)} MLflow trace(s)")
         return from_mlflow(items)
     if isinstance(first, dict) and "context" in first:
-        from .phoenix import span_object
+        from .phoenix import LIST_LIMIT, limit_note, span_object
 
+        note = limit_note(len(items), "get_spans", LIST_LIMIT)
+        if note:
+            warnings.append(note)
         read.append(f"{len(items)} Phoenix span object(s)")
         return (span_object(s) for s in items)
     read.append(f"{len(items)} OpenTelemetry SDK span(s)")
@@ -442,11 +445,11 @@ def _ingest(sources: list[Any], labels: Iterable[Label] | str | Path | None, opt
     if opts.split_runs:  # runs numbered in the order they ran
         requests = sorted(requests, key=lambda r: r.timestamp or "")
     for req in requests:
+        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
+            result.incomplete[req.trace_id] = req.incomplete
+            continue
         if not req.is_request:
             result.skipped.append(req.trace_id)
-            continue
-        if req.incomplete:
-            result.incomplete[req.trace_id] = req.incomplete
             continue
         for cand in req.candidates.values():
             chunk_keys.update(map(str, cand.metadata))
@@ -454,7 +457,8 @@ def _ingest(sources: list[Any], labels: Iterable[Label] | str | Path | None, opt
         key = (trace.query_id, trace.pipeline)
         if key in seen:
             if not opts.split_runs:
-                where = ", ".join(str(s) for s in sources if isinstance(s, (str, Path))) or "the spans"
+                where = (", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
+                         or "; ".join(read) or "the spans")
                 raise SpanError(f"{where}: requests {seen[key]} and {req.trace_id} both have query_id {key[0]!r} in "
                                 f"pipeline {key[1]!r}: two runs in one export? Split them with --split-runs "
                                 f"(Python: split_runs=True; the n-th run becomes pipeline '{key[1]}#n'), set "
