@@ -250,6 +250,23 @@ def test_every_pull_cut_by_a_limit_is_loud(phoenix_run):
             assert f"{len(cut)} incomplete request(s) not written" in summary and sorted(cut)[0] in summary
 
 
+def test_a_cut_pull_saved_as_parquet_is_loud_on_the_command_line(phoenix_run, tmp_path):
+    frame = phoenix_run.frame(limit=phoenix_run.sent // 2)
+    full = phoenix_run.frame(limit=1_000_000)
+    spans_of = full["context.trace_id"].value_counts()
+    cut = sorted(t for t, n in frame["context.trace_id"].value_counts().items() if n < spans_of[t])
+    assert len(cut) == 1
+    path, out = tmp_path / "cut.parquet", tmp_path / "cut.traces.jsonl"
+    frame.to_parquet(path)
+    run = _ingest_cli(path, phoenix_run.label_path, out)
+    assert run.returncode == 0, run.stderr
+    assert "1 incomplete request(s) not written" in run.stderr and cut[0] in run.stderr
+    assert "label(s) matched no request" in run.stderr
+    assert cut[0] not in {t.meta.get("ingest", {}).get("trace_id") for t in read_traces(out)}
+    strict = _ingest_cli(path, phoenix_run.label_path, tmp_path / "strict.jsonl", "--strict")
+    assert strict.returncode == 1 and "incomplete" in strict.stderr
+
+
 def test_client_span_list(phoenix_run):
     spans = phoenix_run.client.spans.get_spans(project_identifier=PROJECT, limit=1_000_000)
     assert len(spans) == phoenix_run.sent
