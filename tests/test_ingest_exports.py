@@ -96,7 +96,7 @@ def test_phoenix_span_objects_with_flattened_document_metadata(tmp_path, labels)
     assert [t.gold for t in listed.traces] == [("d0",)]
 
 
-def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(labels):
+def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(labels, tmp_path):
     rows = []
     for obj in _phoenix_objects(_spans()):
         row = {"context.trace_id": TRACE, "context.span_id": obj["context"]["span_id"], "name": obj["name"],
@@ -107,10 +107,18 @@ def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(label
     cut = pd.DataFrame(rows[1:])  # the root fell outside the pull
     padding = pd.DataFrame([{**rows[0], "context.trace_id": f"{n + 2:032x}", "context.span_id": f"{n + 9:016x}",
                              "attributes.openinference.span.kind": "CHAIN"} for n in range(CLIENT_LIMIT - 2)])
-    result = ingest_spans(pd.concat([cut, padding], ignore_index=True), labels=labels)
+    frame = pd.concat([cut, padding], ignore_index=True)
+    result = ingest_spans(frame, labels=labels)
     assert result.traces == [] and list(result.incomplete) == [TRACE]
     assert any(f"exactly {CLIENT_LIMIT} spans" in w for w in result.warnings)
     assert "1 incomplete request(s) not written" in result.summary()
+    pytest.importorskip("pyarrow")
+    saved = tmp_path / "pull.parquet"  # the same pull saved as Parquet, read from its path
+    frame.to_parquet(saved)
+    assert [w for w in ingest_spans(saved, labels=labels).warnings
+            if w.startswith(f"{saved}: ") and f"exactly {CLIENT_LIMIT} spans" in w]
+    frame.iloc[1:].to_parquet(saved)
+    assert not ingest_spans(saved, labels=labels).warnings
 
 
 def test_a_fragment_with_no_stage_span_is_an_incomplete_request_not_other_work(labels):

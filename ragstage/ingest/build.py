@@ -153,7 +153,7 @@ def _some(items: list[str], k: int = 5) -> str:
     return ", ".join(items[:k]) + (" ..." if len(items) > k else "")
 
 
-def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
+def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterator[Span]:
     """The spans of one file or folder, its format detected from the content (read once)."""
     from .formats import detect, regular_file
 
@@ -175,6 +175,12 @@ def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
             n += 1
             yield span
         read.append(f"{path}: {found}, {n} span(s)")
+        if found.name == "phoenix-parquet":  # a client pull saved as it came
+            from .phoenix import limit_note
+
+            note = limit_note(n)
+            if note:
+                warnings.append(f"{path}: {note}")
 
 
 def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span]:
@@ -230,7 +236,7 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
     read = [] if read is None else read
     warnings = [] if warnings is None else warnings
     if isinstance(source, (str, Path)):
-        return _open_path(source, read)
+        return _open_path(source, read, warnings)
     return _objects(source, read, warnings)
 
 
