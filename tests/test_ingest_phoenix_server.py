@@ -116,9 +116,10 @@ def server(tmp_path_factory):
         pytest.skip(message)
     folder = tmp_path_factory.mktemp("phoenix-server")
     port, grpc_port = free_port(), free_port()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_HOST": "127.0.0.1",
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("PHOENIX_")}  # no outside database
+    env = {**inherited, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_HOST": "127.0.0.1",
            "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc_port), "PHOENIX_TELEMETRY_ENABLED": "false",
-           "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false"}
+           "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false", "PHOENIX_AGENTS_DISABLE_BASH": "true"}
     log = folder / "server.log"
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=out,
