@@ -153,7 +153,7 @@ def _some(items: list[str], k: int = 5) -> str:
     return ", ".join(items[:k]) + (" ..." if len(items) > k else "")
 
 
-def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
+def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterator[Span]:
     """The spans of one file or folder, its format detected from the content (read once)."""
     from .formats import detect, regular_file
 
@@ -175,6 +175,12 @@ def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
             n += 1
             yield span
         read.append(f"{path}: {found}, {n} span(s)")
+        if found.name == "phoenix-parquet":  # a client pull saved as it came
+            from .phoenix import limit_note
+
+            note = limit_note(n)
+            if note:
+                warnings.append(f"{path}: {note}")
 
 
 def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span]:
@@ -182,9 +188,9 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
     if type(source).__name__ == "DataFrame":
         columns = set(source.columns)
         if "context.span_id" in columns or source.index.name in ("context.span_id", "span_id"):
-            from .phoenix import frame_limit_note, from_phoenix
+            from .phoenix import from_phoenix, limit_note
 
-            note = frame_limit_note(source)
+            note = limit_note(len(source))
             if note:
                 warnings.append(note)
             read.append(f"a Phoenix spans DataFrame, {len(source)} span(s)")
@@ -212,8 +218,11 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
         read.append(f"{len(items)} MLflow trace(s)")
         return from_mlflow(items)
     if isinstance(first, dict) and "context" in first:
-        from .phoenix import span_object
+        from .phoenix import LIST_LIMIT, limit_note, span_object
 
+        note = limit_note(len(items), "get_spans", LIST_LIMIT)
+        if note:
+            warnings.append(note)
         read.append(f"{len(items)} Phoenix span object(s)")
         return (span_object(s) for s in items)
     read.append(f"{len(items)} OpenTelemetry SDK span(s)")
@@ -227,7 +236,7 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
     read = [] if read is None else read
     warnings = [] if warnings is None else warnings
     if isinstance(source, (str, Path)):
-        return _open_path(source, read)
+        return _open_path(source, read, warnings)
     return _objects(source, read, warnings)
 
 
@@ -442,11 +451,11 @@ def _ingest(sources: list[Any], labels: Iterable[Label] | str | Path | None, opt
     if opts.split_runs:  # runs numbered in the order they ran
         requests = sorted(requests, key=lambda r: r.timestamp or "")
     for req in requests:
+        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
+            result.incomplete[req.trace_id] = req.incomplete
+            continue
         if not req.is_request:
             result.skipped.append(req.trace_id)
-            continue
-        if req.incomplete:
-            result.incomplete[req.trace_id] = req.incomplete
             continue
         for cand in req.candidates.values():
             chunk_keys.update(map(str, cand.metadata))
@@ -454,7 +463,8 @@ def _ingest(sources: list[Any], labels: Iterable[Label] | str | Path | None, opt
         key = (trace.query_id, trace.pipeline)
         if key in seen:
             if not opts.split_runs:
-                where = ", ".join(str(s) for s in sources if isinstance(s, (str, Path))) or "the spans"
+                where = (", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
+                         or "; ".join(read) or "the spans")
                 raise SpanError(f"{where}: requests {seen[key]} and {req.trace_id} both have query_id {key[0]!r} in "
                                 f"pipeline {key[1]!r}: two runs in one export? Split them with --split-runs "
                                 f"(Python: split_runs=True; the n-th run becomes pipeline '{key[1]}#n'), set "
