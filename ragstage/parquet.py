@@ -206,15 +206,27 @@ def _groups(path: str | Path) -> list[tuple[Path, int]]:
     return [(f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
 
 
+def _id_leaves(pf: pq.ParquetFile) -> list[str]:
+    """The Parquet leaf paths (``gold.list.element``, or as the writer named them) of the file's
+    id columns typed ``list<string>``."""
+    schema, arrow = pf.metadata.schema, pf.schema_arrow
+    plain = {name for name in _ID_COLUMNS if arrow.get_field_index(name) >= 0
+             and arrow.field(name).type == pa.list_(pa.string())}
+    return [schema.column(i).path for i in range(len(schema)) if schema.column(i).path.split(".")[0] in plain]
+
+
 def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool,
                    convert: Callable[[pa.RecordBatch], Iterator[T]], batch_size: int = _BATCH,
-                   read_dictionary: Iterable[str] | None = None) -> Iterator[tuple[str, int, Iterator[T]]]:
+                   ids_as_dictionary: bool = False) -> Iterator[tuple[str, int, Iterator[T]]]:
     """For each row group: its file, the row before its first, and its rows through ``convert``
-    (``read_dictionary``: the leaf columns read as dictionary indices, see :func:`pq.ParquetFile`)."""
+    (``ids_as_dictionary``: the ``list<string>`` id columns read dictionary-encoded, so that only
+    a row group's distinct ids are decoded into strings)."""
     current: tuple[Path, pq.ParquetFile, list[str], list[int]] | None = None
     for file, g in groups:
         if current is None or current[0] != file:
-            pf = _open(file, read_dictionary)
+            pf = _open(file)
+            if ids_as_dictionary:
+                pf = _open(file, _id_leaves(pf))
             sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
             current = (file, pf, _columns(pf, file, by, every), [sum(sizes[:i]) for i in range(len(sizes))])
         _, pf, columns, starts = current
@@ -362,10 +374,8 @@ def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) 
             return iter(())
         return chain.from_iterable(batch_records(batch.slice(i, _BATCH)) for i in range(0, batch.num_rows, _BATCH))
 
-    # Ids read as dictionary indices: only a row group's distinct ids are decoded into strings.
-    ids = [f"{name}.list.element" for name in _ID_COLUMNS] if by_columns else None
     try:
-        groups_rows = _group_records(groups, by, False, convert, _COUNT_BATCH, ids)
+        groups_rows = _group_records(groups, by, False, convert, _COUNT_BATCH, by_columns)
         records = chain.from_iterable(rows for _, _, rows in groups_rows)
         out.tally = tally_records(records, by, require, digests)
         out.tally.update(Tally.from_counts(counts))
