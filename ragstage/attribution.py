@@ -7,11 +7,15 @@ so a later stage is never blamed for an earlier stage's loss. A stage whose outp
 not logged cannot be blamed either: such a question is ``not_logged``, never a loss and
 never right.
 
-The rules live in one function, :func:`diagnose_record`, which reads a checked trace's
-fields as attributes: a :class:`~ragstage.trace.Trace`, or the streaming path's
-:class:`~ragstage.record.Record`. :func:`diagnose` (on a Trace), the streaming CLI, the
-Parquet reader and Spark all call it, so a notebook and ``ragstage attribute`` can never
-disagree.
+The rules are one table, :data:`RULES` (and :data:`FLAG_RULES` for the flags): rows of
+tests over a checked trace's fields, each kind of test (:data:`TESTS`) with one meaning. Two
+interpreters run that table. The walk, :func:`diagnose_record`, reads one trace's fields as
+attributes (a :class:`~ragstage.trace.Trace`, or the streaming path's
+:class:`~ragstage.record.Record`); it is written out from the table as plain Python when this
+module loads (:data:`WALK_SOURCE`), so it runs as fast as a hand-written chain of ``if``.
+:mod:`ragstage.arrow_rules` runs the same rows over the Arrow columns of a batch. :func:`diagnose`,
+the streaming CLI, the Parquet reader and Spark all use one of the two, and property tests check
+that they agree, so a notebook and ``ragstage attribute`` can never disagree.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ A team whose traces live in a lake should not have to export JSON Lines. A Parqu
 trace: each column holds one field of :data:`ragstage.fields.FIELDS` (a null is a JSON
 null, so ``gold`` may not be null, exactly as in a JSON line), and every row goes through
 the same checks (:func:`~ragstage.fields.check_row`, or the plain-type fast path, see
-:func:`batch_records`) and the same counting (:func:`~ragstage.tally.tally_records`) as a
-JSON line. Errors name the file, the row (1-based, within the file) and the field.
+:func:`batch_records`) as a JSON line, and the same rules: a count (:func:`count_parquet`) runs
+the rule table over the columns of each plain batch (:mod:`ragstage.arrow_rules`), and walks any
+other batch row by row (:func:`~ragstage.tally.tally_records`). Errors name the file, the row
+(1-based, within the file) and the field.
 
 The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`, built
 from the rows of :data:`~ragstage.fields.FIELDS`: ids

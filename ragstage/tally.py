@@ -1,11 +1,12 @@
 """Counting diagnosed traces, whatever read them: the tally, the grouping rule, the duplicate check.
 
-Every counter in the project feeds :func:`tally_records`: the JSON Lines ranges of
-:mod:`ragstage.streaming`, the Parquet row groups of :mod:`ragstage.parquet`, and the
-in-memory traces of :mod:`ragstage.report`. So ``ragstage attribute`` and a notebook's table
-count the same way. The one thing a counter must remember per trace is its (query_id,
-pipeline) key, for the duplicate check: an 8-byte digest of it (8 MB per million traces),
-not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
+Every counter in the project feeds :func:`tally_records`, or gives it the same keys: the JSON
+Lines ranges of :mod:`ragstage.streaming`, the in-memory traces of :mod:`ragstage.report`, the
+Parquet batches that need a row-by-row check, and (through the same keys and digests) the
+plain Parquet batches that :func:`ragstage.arrow_rules.count_batch` counts over columns. So
+``ragstage attribute`` and a notebook's table count the same way. The one thing a counter must
+remember per trace is its (query_id, pipeline) key, for the duplicate check: an 8-byte digest
+of it (8 MB per million traces), not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
 (:func:`find_duplicate`), by a second read that gives the reader's line or row numbers.
 """
 
