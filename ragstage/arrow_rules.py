@@ -83,7 +83,7 @@ class _Batch:
             rows, values = self.flat(name)
             dictionary = pc.unique(values.dictionary if pa.types.is_dictionary(values.type) else values)
             size = max(len(dictionary), 1)
-            keys = _distinct_sorted(rows * size + _lookup(values, dictionary)[1])
+            keys = _distinct_sorted(rows.astype(np.int64) * size + _lookup(values, dictionary)[1])
             got = self._distinct[name] = (dictionary, size, keys, np.bincount(keys // size, minlength=self.n))
         return got
 
@@ -107,22 +107,22 @@ class _Batch:
             return np.zeros(self.n, np.int64)
         known, code = _lookup(pc.list_flatten(column), self.distinct(name)[0])
         rows = self.rows_of(column)
-        single = np.full(self.n, -1, np.int64)
+        single = np.full(self.n, -1, np.int32)
         one = counts[keys // size] == 1
         single[keys[one] // size] = keys[one] % size
         kept = (np.bincount(rows[known & (code == single[rows])], minlength=self.n) > 0).astype(np.int64)
-        several = known & (counts[rows] > 1)
+        several = known & (counts > 1)[rows]
         if several.any():
-            found = _distinct_sorted(rows[several] * size + code[several])
+            found = _distinct_sorted(rows[several].astype(np.int64) * size + code[several])
             place = np.minimum(np.searchsorted(keys, found), len(keys) - 1)
             kept += np.bincount(found[keys[place] == found] // size, minlength=self.n)
         return kept
 
     def rows_of(self, column: pa.Array) -> np.ndarray:
         """The row of each element of ``pc.list_flatten(column)``."""
-        offsets = _ints(column.offsets)
+        offsets = _ints(column.offsets, wide=False)
         lengths = np.diff(offsets) * _bools(column.is_valid())  # a null list holds no element
-        return np.repeat(np.arange(self.n), lengths)
+        return np.repeat(np.arange(self.n, dtype=np.int32), lengths)
 
     def need(self) -> np.ndarray | int:
         """Gold ids a stage must keep for the question to survive it (``require``)."""
@@ -139,23 +139,24 @@ def _lookup(values: pa.Array, dictionary: pa.Array) -> tuple[np.ndarray, np.ndar
     number where not known). Dictionary-encoded values are looked up once per distinct value."""
     if pa.types.is_dictionary(values.type):
         known, code = _lookup(values.dictionary, dictionary)
-        indices = _ints(values.indices)
+        indices = _ints(values.indices, wide=False)
         return known[indices], code[indices]
     codes = pc.index_in(values, value_set=dictionary)
-    return _bools(codes.is_valid()), _ints(codes)
+    return _bools(codes.is_valid()), _ints(codes, wide=False)
 
 
-def _ints(column: pa.Array) -> np.ndarray:
-    """An integer column without nulls as int64 numpy values, read from its buffer. (``to_numpy``,
-    like any Python value turned into an Arrow scalar, loads pandas: half a second per worker.)"""
+def _ints(column: pa.Array, wide: bool = True) -> np.ndarray:
+    """An integer column without nulls as numpy values read from its buffer: int64 if ``wide``, else
+    the column's own type, uncopied. (``to_numpy``, like any Python value turned into an Arrow
+    scalar, loads pandas: half a second per worker.)"""
     dtype = np.dtype(str(column.type))
     values = np.frombuffer(column.buffers()[1], dtype, count=len(column), offset=column.offset * dtype.itemsize)
-    return values.astype(np.int64)
+    return values.astype(np.int64) if wide else values
 
 
 def _bools(column: pa.Array) -> np.ndarray:
     """A boolean column without nulls as a numpy array."""
-    return _ints(pc.cast(column, pa.uint8())).astype(bool)
+    return _ints(pc.cast(column, pa.uint8()), wide=False).view(np.bool_)
 
 
 def _given(b: _Batch, test: Test) -> np.ndarray:
