@@ -68,7 +68,7 @@ _ID_COLUMNS = tuple(name for name, (kind, _) in _FAST_COLUMNS.items() if kind ==
 _ID_DICTIONARY = pa.list_(pa.dictionary(pa.int32(), pa.string()))
 _ROWS_PER_GROUP = 131_072
 _BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
-_COUNT_BATCH = 16384  # rows a count reads at a time: Arrow memory only, a few MB, for the rules over columns
+_COUNT_BATCH = 16_384  # rows a count reads at a time: Arrow memory only, a few MB, for the rules over columns
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
