@@ -31,7 +31,7 @@ from .attribution import FLAG_BITS, FLAG_COMBINATIONS, FLAG_RULES, RULES, TEXT_T
 from .fields import FIELDS
 from .tally import _LONGEST_BYTEWISE, key_digest, key_digests
 
-__all__ = ["outcomes", "count_batch"]
+__all__ = ["COLUMN_TESTS", "outcomes", "count_batch"]
 
 class _Batch:
     """The columns of one batch, and the test values computed on them so far."""
@@ -52,7 +52,7 @@ class _Batch:
             key = (test.kind, test.field, test.other)
             held = self._values.get(key)
             if held is None:
-                held = self._values[key] = _KINDS[test.kind](self, test)
+                held = self._values[key] = COLUMN_TESTS[test.kind](self, test)
         return ~held if test.negate else held
 
     def _text(self, test: Test, rows: np.ndarray) -> np.ndarray:
@@ -205,8 +205,8 @@ def _leaves_out(b: _Batch, test: Test) -> np.ndarray:
     return b.distinct(test.field)[3] > b.shared(test.field, test.other)
 
 
-#: What each kind of test computes on columns (the free-text kinds run per row, see ``_Batch._text``).
-_KINDS: dict[str, Callable[[_Batch, Test], np.ndarray]] = {
+#: What each kind of test computes on a batch's columns (the free-text kinds run per row, see ``_Batch._text``).
+COLUMN_TESTS: dict[str, Callable[[_Batch, Test], np.ndarray]] = {
     "given": _given, "true": _is(True), "false": _is(False), "empty": _empty, "lost": _lost, "holds": _holds,
     "some_false": _some_false, "flag": _flag, "leaves_out": _leaves_out,
 }

@@ -52,6 +52,7 @@ __all__ = [
     "FLAG_COMBINATIONS",
     "WALK_SOURCE",
     "FLAGS_SOURCE",
+    "PYTHON_TESTS",
     "outcome",
     "check_require",
     "survives",
@@ -349,9 +350,9 @@ TEXT_TESTS: dict[str, Callable[[str, Any], bool]] = {
 
 
 #: How the walk writes each kind of test, as a Python expression over ``rec`` (the checked trace),
-#: ``gold``, ``single`` and ``need`` (see :func:`_gold_in`, written out: one call less per stage)
+#: ``gold``, ``single`` and ``need`` (:func:`_gold_in`, written out: one call less per stage)
 #: and ``flags``. With a single gold id, ``need`` is 1 whatever ``require`` says.
-_PYTHON = {
+PYTHON_TESTS: dict[str, str] = {
     "given": "rec.{f} is not None",
     "true": "rec.{f} is True",
     "false": "rec.{f} is False",
@@ -367,21 +368,21 @@ _PYTHON = {
 
 
 def _python(test: Test) -> str:
-    expr = _PYTHON[test.kind].format(f=test.field, o=test.other)
+    expr = PYTHON_TESTS[test.kind].format(f=test.field, o=test.other)
     return f"not ({expr})" if test.negate else f"({expr})"
 
 
-def _walk_source(name: str, rules: Sequence[Rule], args: str, found: str, end: str) -> str:
-    """The Python source of a first-match walk down ``rules``: ``found`` returns rule ``{i}``."""
-    lines = [f"def {name}({args}):"]
-    for i, rule in enumerate(rules):
-        lines += [f"    if {' and '.join(map(_python, rule.tests)) or 'True'}:", "        " + found.format(i=i)]
-    return "\n".join([*lines, f"    {end}"])
+def _walk_source() -> str:
+    """The Python source of the first-match walk down :data:`RULES`: the index of the rule that decides."""
+    lines = ["def _rule_of(rec, gold, single, need, flags):"]
+    for i, rule in enumerate(RULES):
+        lines += [f"    if {' and '.join(map(_python, rule.tests)) or 'True'}:", f"        return {i}"]
+    return "\n".join([*lines, "    raise AssertionError('the last rule has no test')"])
 
 
 def _compile(source: str, name: str) -> Callable[..., Any]:
-    namespace = {"_gold_in": _gold_in, "_leaves_out": _leaves_out, "_cites_outside": _cites_outside,
-                 "_numeric_unmarked": _numeric_unmarked, "_FLAG_TUPLES": FLAG_COMBINATIONS}
+    namespace = {"_leaves_out": _leaves_out, "_cites_outside": _cites_outside,
+                 "_numeric_unmarked": _numeric_unmarked, "FLAG_COMBINATIONS": FLAG_COMBINATIONS}
     exec(compile(source, f"<ragstage.attribution {name}>", "exec"), namespace)  # noqa: S102 - source built above
     return namespace[name]
 
@@ -394,8 +395,7 @@ FLAG_COMBINATIONS: tuple[tuple[str, ...], ...] = tuple(tuple(f for f in FLAGS if
 #: The walk, written out from :data:`RULES` (and :data:`FLAG_RULES`) once, when the module is
 #: loaded, as plain Python: as fast as a hand-written chain of ``if``, and the same rules as the
 #: Arrow interpreter's by construction. ``WALK_SOURCE`` shows what runs.
-WALK_SOURCE = _walk_source("_rule_of", RULES, "rec, gold, single, need, flags", "return {i}",
-                           "raise AssertionError('the last rule has no test')")
+WALK_SOURCE = _walk_source()
 _rule_of = _compile(WALK_SOURCE, "_rule_of")
 _STAGES = tuple(rule.outcome for rule in RULES)
 
@@ -406,7 +406,7 @@ def _flags_source() -> str:
     for rule in FLAG_RULES:
         bit = FLAG_BITS[rule.outcome]
         lines += [f"    if not found & {bit} and {' and '.join(map(_python, rule.tests))}:", f"        found |= {bit}"]
-    return "\n".join([*lines, "    return _FLAG_TUPLES[found]"])
+    return "\n".join([*lines, "    return FLAG_COMBINATIONS[found]"])
 
 
 FLAGS_SOURCE = _flags_source()

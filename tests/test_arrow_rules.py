@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from trace_sets import synthetic
 
 from ragstage import Trace, write_traces
-from ragstage.arrow_rules import _KINDS, count_batch, outcomes
-from ragstage.attribution import _PYTHON, FLAG_COMBINATIONS, FLAG_RULES, RULES, TESTS, TEXT_TESTS, outcome
+from ragstage.arrow_rules import COLUMN_TESTS, count_batch, outcomes
+from ragstage.attribution import FLAG_COMBINATIONS, FLAG_RULES, PYTHON_TESTS, RULES, TESTS, TEXT_TESTS, outcome
 from ragstage.formats import count_file
-from ragstage.parquet import SCHEMA, _drop_null_columns, _plain, count_parquet, write_parquet
+from ragstage.parquet import SCHEMA, count_parquet, write_parquet
 from ragstage.tally import Tally, key_digest, key_digests, tally_records
 
 IDS = st.lists(st.sampled_from(["g1", "g2", "d1", "d2", "d3"]), max_size=5)  # repeats allowed
@@ -72,9 +72,8 @@ def test_the_column_interpreter_gives_every_trace_the_walks_bucket_and_flags(tra
 @given(st.lists(trace_rows(), min_size=1, max_size=12), st.sampled_from(["pipeline", None]),
        st.sampled_from(["any", "all"]))
 def test_a_counted_batch_equals_the_walks_tally_and_digests(traces, by, require):
-    traces = [t.replace(error=None) for t in traces]  # an error column is never plain: no batch of it is counted
-    batch = _drop_null_columns(_batch(traces))
-    assert _plain(batch)
+    traces = [t.replace(error=None) for t in traces]  # a batch with a service failure is walked row by row
+    batch = _batch(traces)
     counts, digests, walked = {}, array("q"), array("q")
     count_batch(batch, by, require, counts, digests)
     want = tally_records(traces, by, require, walked)
@@ -100,7 +99,7 @@ def test_key_digests_of_byte_columns_are_the_digests_of_each_key(keys):
 
 def test_every_kind_of_test_has_both_meanings_and_the_table_ends_with_no_test():
     used = {t.kind for rule in (*RULES, *FLAG_RULES) for t in rule.tests}
-    assert used == set(TESTS) == set(_PYTHON) == set(_KINDS) | set(TEXT_TESTS)
+    assert used == set(TESTS) == set(PYTHON_TESTS) == set(COLUMN_TESTS) | set(TEXT_TESTS)
     assert RULES[-1].tests == () and all(rule.tests for rule in RULES[:-1])
 
 
