@@ -96,7 +96,7 @@ def main() -> int:
     parse = ("import orjson, sys\nwith open(sys.argv[1], 'rb') as h:\n    for line in h:\n        orjson.loads(line)")
     decode = ("import gc, sys\nfrom ragstage.record import decode_record\ngc.disable()\n"
               "with open(sys.argv[1], 'rb') as h:\n    for line in h:\n        decode_record(line)")
-    # The columns, batches and conversion count_parquet uses, less the diagnosis and the counting.
+    # The columns, batches and conversion to records that read_parquet (compare, convert) uses.
     rows = ("import gc, sys\nfrom ragstage.parquet import _group_records, _groups, batch_records\ngc.disable()\n"
             "for _, _, records in _group_records(_groups(sys.argv[1]), 'pipeline', False, batch_records):\n"
             "    for rec in records:\n        pass")

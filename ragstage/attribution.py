@@ -7,11 +7,15 @@ so a later stage is never blamed for an earlier stage's loss. A stage whose outp
 not logged cannot be blamed either: such a question is ``not_logged``, never a loss and
 never right.
 
-The rules live in one function, :func:`diagnose_record`, which reads a checked trace's
-fields as attributes: a :class:`~ragstage.trace.Trace`, or the streaming path's
-:class:`~ragstage.record.Record`. :func:`diagnose` (on a Trace), the streaming CLI, the
-Parquet reader and Spark all call it, so a notebook and ``ragstage attribute`` can never
-disagree.
+The rules are one table, :data:`RULES` (and :data:`FLAG_RULES` for the flags): rows of
+tests over a checked trace's fields, each kind of test (:data:`TESTS`) with one meaning. Two
+interpreters run that table. The walk, :func:`diagnose_record`, reads one trace's fields as
+attributes (a :class:`~ragstage.trace.Trace`, or the streaming path's
+:class:`~ragstage.record.Record`); it is written out from the table as plain Python when this
+module loads (:data:`WALK_SOURCE`), so it runs as fast as a hand-written chain of ``if``.
+:mod:`ragstage.arrow_rules` runs the same rows over the Arrow columns of a batch. :func:`diagnose`,
+the streaming CLI, the Parquet reader and Spark all use one of the two, and property tests check
+that they agree, so a notebook and ``ragstage attribute`` can never disagree.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from enum import Enum
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence, Union
 
 from .trace import Trace
 
@@ -39,6 +43,18 @@ __all__ = [
     "SEVERITY",
     "GENERATION_KINDS",
     "Diagnosis",
+    "Test",
+    "TESTS",
+    "TEXT_TESTS",
+    "Rule",
+    "RULES",
+    "FLAG_RULES",
+    "FLAG_BITS",
+    "FLAG_COMBINATIONS",
+    "WALK_SOURCE",
+    "FLAGS_SOURCE",
+    "PYTHON_TESTS",
+    "outcome",
     "check_require",
     "survives",
     "diagnose",
@@ -207,26 +223,103 @@ def _numeric_unmarked(answer: str) -> bool:
     return False
 
 
-_FABRICATED, _UNMARKED = ("fabricated_citation",), ("numeric_unmarked",)
-_BOTH_FLAGS = _FABRICATED + _UNMARKED
+class Test(NamedTuple):
+    """One condition of a rule, over a checked trace's fields: ``kind`` names what is tested
+    (a key of :data:`TESTS`), ``field`` (and ``other``) the fields it reads; ``negate`` turns it around."""
+
+    kind: str
+    field: str
+    other: str = ""
+    negate: bool = False
+
+    def __invert__(self) -> "Test":
+        return self._replace(negate=not self.negate)
 
 
-def _flags(answer: str, answer_ids: Sequence[str] | None, prompt: Sequence[str] | None) -> tuple[str, ...]:
-    """The answer's flags. Free text (no ``answer_ids``) is checked for unmarked numbers;
-    ``ID: 12345`` answers carry parsed ids and are not free text."""
-    fabricated = False
-    if prompt is not None:
-        if answer_ids is not None:
-            for a in answer_ids:  # a plain loop: no generator to build for the usual one or two ids
-                if a not in prompt:
-                    fabricated = True
-                    break
-        if not fabricated and "[" in answer:
-            fabricated = any(not 1 <= int(m) <= len(prompt) for m in _MARKER.findall(answer))
-    unmarked = answer_ids is None and _numeric_unmarked(answer)
-    if fabricated:
-        return _BOTH_FLAGS if unmarked else _FABRICATED
-    return _UNMARKED if unmarked else ()
+#: What each kind of test means. Both interpreters of the rules implement exactly these: the
+#: walk over one trace (:func:`diagnose_record`) and the one over Arrow columns
+#: (:mod:`ragstage.arrow_rules`); ``tests/test_arrow_rules.py`` checks they agree.
+TESTS: dict[str, str] = {
+    "given": "the field is not null",
+    "true": "the field is true",
+    "false": "the field is false (not merely null)",
+    "empty": "the list is null or empty",
+    "lost": "the list keeps fewer distinct gold ids than `require` needs (any: one; all: every one)",
+    "holds": "the list holds at least one gold id",
+    "some_false": "the list of claim labels is not empty and holds a false one",
+    "flag": "the answer carries the flag named by `field`",
+    "leaves_out": "some id of the list is not in the `other` list",
+    "cites_outside": "the text cites a [n] marker outside 1..len(`other`)",
+    "numeric_unmarked": "a sentence of the text states a number and carries no [n] marker",
+}
+
+
+def _test(kind: str) -> Callable[..., Test]:
+    return lambda field, other="": Test(kind, field, other)
+
+
+given, true, false, empty, lost, holds, some_false, flag, leaves_out, cites_outside, numeric_unmarked = map(
+    _test, TESTS)
+
+
+class Rule(NamedTuple):
+    """One row of a rule table: when every test holds, ``outcome`` (a bucket, or a flag's name) with reason ``code``."""
+
+    outcome: Any
+    code: str
+    tests: tuple[Test, ...]
+
+
+def _rule(outcome: Any, code: str, *tests: Test) -> Rule:
+    return Rule(outcome, code, tests)
+
+
+#: The attribution rules, in the order the walk checks them: the first rule whose tests all hold
+#: gives the bucket and the reason code. First the outcomes decided before the evidence is
+#: followed, then each stage the evidence travels through (a loss upstream is final), then the
+#: verdict on an answer whose evidence reached its prompt: judged by ``correct``, then
+#: ``answer_ids``, then claim support and ``complete``. Claim support is narrower than
+#: correctness (*Why Good Retrieval Still Produces Bad Answers*): all claims supported leaves the
+#: answer unjudged, while an unsupported claim or an incomplete answer makes it wrong; a wrong
+#: answer gets the most specific reason the trace holds, and wrong with every claim supported,
+#: the source or the label is to blame. The last rule has no test: every trace gets a bucket.
+RULES: tuple[Rule, ...] = (
+    _rule(Stage.ENDPOINT_UNAVAILABLE, "service_failure", given("error")),
+    _rule(Stage.CORRECT_REFUSAL, "declined_unanswerable", false("answerable"), true("refused")),
+    _rule(Stage.MISSING_REFUSAL, "not_declined", false("answerable")),
+    _rule(Stage.LABEL_MISSING, "no_gold", empty("gold")),
+    _rule(Stage.QUERY_UNDERSTANDING, "query_judged_wrong", false("query_ok")),
+    _rule(Stage.RETRIEVAL, "not_retrieved", lost("retrieved")),
+    _rule(Stage.RERANKING, "reranker_cut", given("reranked"), lost("reranked")),
+    _rule(Stage.NOT_LOGGED, "prompt_not_logged", ~given("prompt")),
+    _rule(Stage.PROMPT_ASSEMBLY, "truncated", lost("prompt"), holds("truncated")),
+    _rule(Stage.PROMPT_ASSEMBLY, "not_in_prompt", lost("prompt")),
+    _rule(Stage.GENERATION, "refused", true("refused")),
+    _rule(Stage.NONE, "correct_by_label", true("correct")),
+    _rule(Stage.NONE, "correct_by_ids", ~given("correct"), given("answer_ids"), holds("answer_ids")),
+    _rule(Stage.UNJUDGED, "claims_supported", ~given("correct"), ~given("answer_ids"), ~some_false("claims"),
+          ~false("complete"), ~empty("claims")),
+    _rule(Stage.UNJUDGED, "not_judged", ~given("correct"), ~given("answer_ids"), ~some_false("claims"),
+          ~false("complete")),
+    _rule(Stage.GENERATION, "cited_outside", flag("fabricated_citation")),
+    _rule(Stage.GENERATION, "unsupported", some_false("claims")),
+    _rule(Stage.GENERATION, "partial", false("complete")),
+    _rule(Stage.GENERATION, "non_gold", ~empty("answer_ids"), ~holds("answer_ids")),
+    _rule(Stage.SOURCE_OR_LABEL, "supported_but_wrong", ~empty("claims")),
+    _rule(Stage.GENERATION, "numeric_unmarked", flag("numeric_unmarked")),
+    _rule(Stage.GENERATION, "gold_named_wrong", ~empty("answer_ids")),
+    _rule(Stage.GENERATION, "wrong"),
+)
+
+#: The flags' rules: a flag is set when the tests of any of its rows all hold. A citation is
+#: fabricated when the answer names an id, or cites a ``[n]`` marker, that is not in the prompt;
+#: free text (no ``answer_ids``: ``ID: 12345`` answers carry parsed ids and are not free text) is
+#: checked for unmarked numbers (citation checks of *Diagnosing RAG Failure Modes*).
+FLAG_RULES: tuple[Rule, ...] = (
+    _rule("fabricated_citation", "", given("prompt"), given("answer_ids"), leaves_out("answer_ids", "prompt")),
+    _rule("fabricated_citation", "", given("prompt"), cites_outside("answer", "prompt")),
+    _rule("numeric_unmarked", "", ~given("answer_ids"), numeric_unmarked("answer")),
+)
 
 
 def _gold_in(gold: frozenset[str], single: str | None, ids: Sequence[str]) -> int:
@@ -237,104 +330,137 @@ def _gold_in(gold: frozenset[str], single: str | None, ids: Sequence[str]) -> in
     return len(gold.intersection(ids))
 
 
-def _verdict(rec: Checked, gold: frozenset[str], single: str | None, flags: tuple[str, ...]) -> tuple[Stage, str]:
-    """The bucket and reason code of an answer whose evidence reached its prompt.
-
-    Judged by ``correct``, then ``answer_ids``, then claim support and ``complete``. Claim
-    support is narrower than correctness (*Why Good Retrieval Still Produces Bad Answers*):
-    all claims supported leaves the answer unjudged, while an unsupported claim or an
-    incomplete answer makes it wrong. A wrong answer gets the most specific reason the trace
-    holds; wrong with every claim supported, the source or the label is to blame.
-    """
-    claims, answer_ids = rec.claims, rec.answer_ids
-    unsupported = bool(claims) and not all(claims)
-    named_gold = _gold_in(gold, single, answer_ids) if answer_ids else 0
-    if rec.correct is not None:
-        if rec.correct:
-            return Stage.NONE, "correct_by_label"
-    elif answer_ids is not None:
-        if named_gold:
-            return Stage.NONE, "correct_by_ids"
-    elif not unsupported and rec.complete is not False:
-        return Stage.UNJUDGED, "claims_supported" if claims else "not_judged"
-    if "fabricated_citation" in flags:
-        return Stage.GENERATION, "cited_outside"
-    if unsupported:
-        return Stage.GENERATION, "unsupported"
-    if rec.complete is False:
-        return Stage.GENERATION, "partial"
-    if answer_ids and not named_gold:
-        return Stage.GENERATION, "non_gold"
-    if claims:  # wrong, complete as far as anyone said, and reviewers found every claim supported
-        return Stage.SOURCE_OR_LABEL, "supported_but_wrong"
-    if "numeric_unmarked" in flags:  # no claim labels: an unmarked number is the best lead
-        return Stage.GENERATION, "numeric_unmarked"
-    if answer_ids:
-        return Stage.GENERATION, "gold_named_wrong"
-    return Stage.GENERATION, "wrong"
-
-
 _NO_GOLD: frozenset[str] = frozenset()  # the set form of gold when its one id is tested by membership
 _new = tuple.__new__  # builds a Diagnosis without NamedTuple's Python-level __new__ (a million calls)
 
 
+def _leaves_out(ids: Sequence[str], other: Sequence[str]) -> bool:
+    for a in ids:  # a plain loop: no generator to build for the usual one or two ids
+        if a not in other:
+            return True
+    return False
+
+
+def _cites_outside(text: str, other: Sequence[str]) -> bool:
+    return "[" in text and any(not 1 <= int(m) <= len(other) for m in _MARKER.findall(text))
+
+
+#: The tests whose subject is free text, as functions of (the text, the ``other`` field's value):
+#: every interpreter runs these same functions, trace by trace.
+TEXT_TESTS: dict[str, Callable[[str, Any], bool]] = {
+    "cites_outside": _cites_outside,
+    "numeric_unmarked": lambda text, _other: _numeric_unmarked(text),
+}
+
+
+#: How the walk writes each kind of test, as a Python expression over ``rec`` (the checked trace),
+#: ``gold``, ``single`` and ``need`` (:func:`_gold_in`, written out: one call less per stage)
+#: and ``flags``. With a single gold id, ``need`` is 1 whatever ``require`` says.
+PYTHON_TESTS: dict[str, str] = {
+    "given": "rec.{f} is not None",
+    "true": "rec.{f} is True",
+    "false": "rec.{f} is False",
+    "empty": "not rec.{f}",
+    "lost": "(single not in rec.{f} if single is not None else len(gold.intersection(rec.{f})) < need)",
+    "holds": "bool(rec.{f}) and (single in rec.{f} if single is not None else not gold.isdisjoint(rec.{f}))",
+    "some_false": "bool(rec.{f}) and not all(rec.{f})",
+    "flag": "{f!r} in flags",
+    "leaves_out": "_leaves_out(rec.{f}, rec.{o})",
+    "cites_outside": "'[' in rec.{f} and _cites_outside(rec.{f}, rec.{o})",  # no "[", no marker: no call
+    "numeric_unmarked": "_numeric_unmarked(rec.{f})",
+}
+
+
+def _python(test: Test) -> str:
+    expr = PYTHON_TESTS[test.kind].format(f=test.field, o=test.other)
+    return f"not ({expr})" if test.negate else f"({expr})"
+
+
+def _walk_source() -> str:
+    """The Python source of the first-match walk down :data:`RULES`: the index of the rule that decides."""
+    lines = ["def _rule_of(rec, gold, single, need, flags):"]
+    for i, rule in enumerate(RULES):
+        lines += [f"    if {' and '.join(map(_python, rule.tests)) or 'True'}:", f"        return {i}"]
+    return "\n".join([*lines, "    raise AssertionError('the last rule has no test')"])
+
+
+def _compile(source: str, name: str) -> Callable[..., Any]:
+    namespace = {"_leaves_out": _leaves_out, "_cites_outside": _cites_outside,
+                 "_numeric_unmarked": _numeric_unmarked, "FLAG_COMBINATIONS": FLAG_COMBINATIONS}
+    exec(compile(source, f"<ragstage.attribution {name}>", "exec"), namespace)  # noqa: S102 - source built above
+    return namespace[name]
+
+
+#: The flags an interpreter found, as a bit mask: each flag's bit, and each mask's tuple of flag names.
+FLAG_BITS: dict[str, int] = {name: 1 << i for i, name in enumerate(FLAGS)}
+FLAG_COMBINATIONS: tuple[tuple[str, ...], ...] = tuple(tuple(f for f in FLAGS if mask & FLAG_BITS[f])
+                                                       for mask in range(1 << len(FLAGS)))
+
+#: The walk, written out from :data:`RULES` (and :data:`FLAG_RULES`) once, when the module is
+#: loaded, as plain Python: as fast as a hand-written chain of ``if``, and the same rules as the
+#: Arrow interpreter's by construction. ``WALK_SOURCE`` shows what runs.
+WALK_SOURCE = _walk_source()
+_rule_of = _compile(WALK_SOURCE, "_rule_of")
+_STAGES = tuple(rule.outcome for rule in RULES)
+
+
+def _flags_source() -> str:
+    # Every flag rule is tried (a trace may carry several flags); one flag found makes its later rows moot.
+    lines = ["def _flags_of(rec):", "    found = 0"]
+    for rule in FLAG_RULES:
+        bit = FLAG_BITS[rule.outcome]
+        lines += [f"    if not found & {bit} and {' and '.join(map(_python, rule.tests))}:", f"        found |= {bit}"]
+    return "\n".join([*lines, "    return FLAG_COMBINATIONS[found]"])
+
+
+FLAGS_SOURCE = _flags_source()
+_flags_of = _compile(FLAGS_SOURCE, "_flags_of")
+
+
+def _gold(rec: Checked) -> tuple[frozenset[str], str | None, int]:
+    """``(gold, single, n_gold)``: the distinct gold ids, as a set or, when there is one, as ``single``."""
+    gold_ids = rec.gold
+    if len(gold_ids) == 1:
+        return _NO_GOLD, gold_ids[0], 1
+    gold = frozenset(gold_ids)
+    return gold, None, len(gold)
+
+
+def outcome(rec: Checked, require: str = "any") -> tuple[Stage, tuple[str, ...]]:
+    """The bucket and the flags of a checked trace: what counting needs of :func:`diagnose_record`."""
+    gold_ids = rec.gold
+    if len(gold_ids) == 1:  # _gold, inline: a million calls
+        gold, single, n_gold = _NO_GOLD, gold_ids[0], 1
+    else:
+        gold, single, n_gold = _gold(rec)
+    flags = _flags_of(rec) if rec.answer or rec.answer_ids else ()
+    return _STAGES[_rule_of(rec, gold, single, 1 if require == "any" else n_gold, flags)], flags
+
+
 def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
     """Diagnose a checked trace: a :class:`~ragstage.trace.Trace` or a :class:`~ragstage.record.Record`
-    (see :func:`diagnose`).
+    (see :func:`diagnose`), by the walk down :data:`RULES`.
 
-    Written for the streaming CLI's million calls: each gold count is computed once and
-    serves both the share (recall, retention) and the survival test (the same test as
-    :func:`survives`, which ``tests/test_attribution.py`` checks it against).
+    Each gold count is computed once for the shares (recall, retention); ``tests/test_attribution.py``
+    checks that the walk stops where :func:`survives` says.
     """
     if require != "any" and require != "all":
         check_require(require)
-    gold_ids = rec.gold
-    if len(gold_ids) == 1:
-        single, gold, n_gold = gold_ids[0], _NO_GOLD, 1
-    else:
-        single, gold = None, frozenset(gold_ids)
-        n_gold = len(gold)
-    need = 1 if require == "any" else n_gold  # gold ids a stage must keep for the question to survive it
-    retrieved, prompt, claims, answer, answer_ids = rec.retrieved, rec.prompt, rec.claims, rec.answer, rec.answer_ids
-    flags = _flags(answer, answer_ids, prompt) if answer or answer_ids else ()
+    gold, single, n_gold = _gold(rec)
+    prompt, claims = rec.prompt, rec.claims
+    flags = _flags_of(rec) if rec.answer or rec.answer_ids else ()
     if n_gold:
-        kept_retrieved = _gold_in(gold, single, retrieved)
-        recall = kept_retrieved / n_gold
-        if prompt is not None:
-            kept_prompt = _gold_in(gold, single, prompt)
-            retention = kept_prompt / n_gold
-        else:
-            kept_prompt, retention = 0, None
+        recall = _gold_in(gold, single, rec.retrieved) / n_gold
+        retention = None if prompt is None else _gold_in(gold, single, prompt) / n_gold
     else:
-        kept_retrieved = kept_prompt = 0
         recall = retention = None
     support = sum(claims) / len(claims) if claims else None
-
-    if rec.error is not None:
+    stage, code, _ = RULES[_rule_of(rec, gold, single, 1 if require == "any" else n_gold, flags)]
+    if code == "service_failure":
         err = rec.error
-        stage, code = Stage.ENDPOINT_UNAVAILABLE, "service_failure"
-    elif not rec.answerable:
-        stage, code = (Stage.CORRECT_REFUSAL, "declined_unanswerable") if rec.refused else (
-            Stage.MISSING_REFUSAL, "not_declined")
-    elif not n_gold:
-        stage, code = Stage.LABEL_MISSING, "no_gold"
-    elif rec.query_ok is False:
-        stage, code = Stage.QUERY_UNDERSTANDING, "query_judged_wrong"
-    elif kept_retrieved < need:
-        stage, code = Stage.RETRIEVAL, "not_retrieved"
-    elif rec.reranked is not None and _gold_in(gold, single, rec.reranked) < need:
-        stage, code = Stage.RERANKING, "reranker_cut"
-    elif prompt is None:
-        stage, code = Stage.NOT_LOGGED, "prompt_not_logged"
-    elif kept_prompt < need:
-        truncated = rec.truncated and _gold_in(gold, single, rec.truncated)
-        stage, code = Stage.PROMPT_ASSEMBLY, "truncated" if truncated else "not_in_prompt"
-    elif rec.refused:
-        stage, code = Stage.GENERATION, "refused"
+        reason = f"service failure at {err['stage']}: {err['message']}".rstrip(": ")
     else:
-        stage, code = _verdict(rec, gold, single, flags)
-    reason = (f"service failure at {err['stage']}: {err['message']}".rstrip(": ") if code == "service_failure"
-              else REASONS[code])
+        reason = REASONS[code]
     return _new(Diagnosis, (stage, reason, recall, retention, support, flags, code))
 
 

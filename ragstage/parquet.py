@@ -4,8 +4,10 @@ A team whose traces live in a lake should not have to export JSON Lines. A Parqu
 trace: each column holds one field of :data:`ragstage.fields.FIELDS` (a null is a JSON
 null, so ``gold`` may not be null, exactly as in a JSON line), and every row goes through
 the same checks (:func:`~ragstage.fields.check_row`, or the plain-type fast path, see
-:func:`batch_records`) and the same counting (:func:`~ragstage.tally.tally_records`) as a
-JSON line. Errors name the file, the row (1-based, within the file) and the field.
+:func:`batch_records`) as a JSON line, and the same rules: a count (:func:`count_parquet`) runs
+the rule table over the columns of each plain batch (:mod:`ragstage.arrow_rules`), and walks any
+other batch row by row (:func:`~ragstage.tally.tally_records`). Errors name the file, the row
+(1-based, within the file) and the field.
 
 The schema written by :func:`write_parquet` (``ragstage convert``) is :data:`SCHEMA`, built
 from the rows of :data:`~ragstage.fields.FIELDS`: ids
@@ -31,10 +33,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .arrow_rules import count_batch
 from .atomic import atomic_output
 from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_columns, check_record, check_row
 from .record import Record, as_record
-from .tally import Tally, find_duplicate, repeated_digests, tally_records
+from .tally import Tally, find_duplicate, plain_group, repeated_digests, tally_records
 from .trace import Trace
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
@@ -60,8 +63,12 @@ _DROPPABLE = frozenset(name for name, f in FIELDS.items() if f.nullable) | _PART
 # A column whose Arrow type is its field's plain type holds only values the check takes as is
 # (nulls aside): a batch of such columns is turned into records without a per-row check.
 _FAST_COLUMNS = {name: (f.kind.arrow(pa), f.nullable) for name, f in FIELDS.items() if f.kind.arrow_plain}
+# The lists of ids, which a count reads as dictionary-encoded strings: plain for the rules too.
+_ID_COLUMNS = tuple(name for name, (kind, _) in _FAST_COLUMNS.items() if kind == pa.list_(pa.string()))
+_ID_DICTIONARY = pa.list_(pa.dictionary(pa.int32(), pa.string()))
 _ROWS_PER_GROUP = 131_072
 _BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
+_COUNT_BATCH = 16_384  # rows a count reads at a time: Arrow memory only, a few MB, for the rules over columns
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
@@ -82,9 +89,9 @@ def parquet_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def _open(path: Path) -> pq.ParquetFile:
+def _open(path: Path, read_dictionary: Iterable[str] | None = None) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, read_dictionary=read_dictionary)
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"unreadable Parquet file ({exc})", path=str(path)) from None
 
@@ -152,7 +159,12 @@ def _plain(batch: pa.RecordBatch) -> bool:
         return False  # check_record names the missing field
     for name, column in zip(batch.schema.names, batch.columns):
         kind, nullable = _FAST_COLUMNS.get(name, (None, False))
-        if column.type != kind or (not nullable and column.null_count):
+        if column.type == _ID_DICTIONARY and name in _ID_COLUMNS:
+            if column.values.dictionary.null_count:
+                return False
+        elif column.type != kind:
+            return False
+        if not nullable and column.null_count:
             return False
         if pa.types.is_list(kind) and column.values.null_count:  # a null id inside a list
             return False
@@ -196,17 +208,31 @@ def _groups(path: str | Path) -> list[tuple[Path, int]]:
     return [(f, g) for f in parquet_files(path) for g in range(_open(f).num_row_groups)]
 
 
+def _id_leaves(pf: pq.ParquetFile) -> list[str]:
+    """The Parquet leaf paths (``gold.list.element``, or as the writer named them) of the file's
+    id columns typed ``list<string>``."""
+    schema, arrow = pf.metadata.schema, pf.schema_arrow
+    plain = {name for name in _ID_COLUMNS if arrow.get_field_index(name) >= 0
+             and arrow.field(name).type == pa.list_(pa.string())}
+    return [schema.column(i).path for i in range(len(schema)) if schema.column(i).path.split(".")[0] in plain]
+
+
 def _group_records(groups: Iterable[tuple[Path, int]], by: str | None, every: bool,
-                   convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[tuple[str, int, Iterator[T]]]:
-    """For each row group: its file, the row before its first, and its rows through ``convert``."""
+                   convert: Callable[[pa.RecordBatch], Iterator[T]], batch_size: int = _BATCH,
+                   ids_as_dictionary: bool = False) -> Iterator[tuple[str, int, Iterator[T]]]:
+    """For each row group: its file, the row before its first, and its rows through ``convert``
+    (``ids_as_dictionary``: the ``list<string>`` id columns read dictionary-encoded, so that only
+    a row group's distinct ids are decoded into strings)."""
     current: tuple[Path, pq.ParquetFile, list[str], list[int]] | None = None
     for file, g in groups:
         if current is None or current[0] != file:
             pf = _open(file)
+            if ids_as_dictionary:
+                pf = _open(file, _id_leaves(pf))
             sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
             current = (file, pf, _columns(pf, file, by, every), [sum(sizes[:i]) for i in range(len(sizes))])
         _, pf, columns, starts = current
-        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g], convert)
+        yield str(file), starts[g], _rows(str(file), pf, g, columns, starts[g], convert, batch_size)
 
 
 def _check_text(table: pa.Table | pa.RecordBatch, file: str, first_row: int) -> None:
@@ -229,23 +255,26 @@ def _check_text(table: pa.Table | pa.RecordBatch, file: str, first_row: int) -> 
 
 
 def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: int,
-          convert: Callable[[pa.RecordBatch], Iterator[T]]) -> Iterator[T]:
+          convert: Callable[[pa.RecordBatch], Iterator[T]], batch_size: int) -> Iterator[T]:
+    """The rows of one row group through ``convert``, batch by batch; ``convert`` may count a
+    batch itself and yield nothing for it (the rows are numbered by batch, not by what it yields)."""
     try:
         skipped = [name for name in pf.schema_arrow.names if name not in columns]
         if skipped:
             _check_text(pf.read_row_group(group, columns=skipped), file, row)
-        for batch in pf.iter_batches(batch_size=_BATCH, row_groups=[group], columns=columns):
+        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[group], columns=columns):
             _check_text(batch, file, row)
-            rows = convert(batch)
+            rows, at = convert(batch), row
             while True:
                 try:
                     rec = next(rows)
                 except StopIteration:
                     break
                 except TraceError as exc:
-                    raise TraceError(exc.detail, path=file, line=row + 1, field=exc.field, unit="row") from None
-                row += 1
+                    raise TraceError(exc.detail, path=file, line=at + 1, field=exc.field, unit="row") from None
+                at += 1
                 yield rec
+            row += batch.num_rows
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"unreadable row group {group} ({exc})", path=file, line=row + 1, unit="row") from None
 
@@ -335,9 +364,23 @@ class _Share:
 def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> _Share:
     out = _Share()
     digests = array("q")
+    counts: dict[tuple, int] = {}
+    by_columns = plain_group(by)
+
+    def convert(batch: pa.RecordBatch) -> Iterator[Record]:
+        # A plain batch is counted by the rules over its columns; any other is checked and walked
+        # row by row, a few thousand rows at a time.
+        batch = _drop_null_columns(batch)
+        if by_columns and _plain(batch):
+            count_batch(batch, by, require, counts, digests)
+            return iter(())
+        return chain.from_iterable(batch_records(batch.slice(i, _BATCH)) for i in range(0, batch.num_rows, _BATCH))
+
     try:
-        records = chain.from_iterable(rows for _, _, rows in _group_records(groups, by, False, batch_records))
+        groups_rows = _group_records(groups, by, False, convert, _COUNT_BATCH, by_columns)
+        records = chain.from_iterable(rows for _, _, rows in groups_rows)
         out.tally = tally_records(records, by, require, digests)
+        out.tally.update(Tally.from_counts(counts))
     except TraceError as exc:  # _rows located it: path, row and field
         out.error = (exc.detail, str(exc.path), exc.line, exc.field)
     out.digests = digests.tobytes()

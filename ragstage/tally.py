@@ -1,11 +1,12 @@
 """Counting diagnosed traces, whatever read them: the tally, the grouping rule, the duplicate check.
 
-Every counter in the project feeds :func:`tally_records`: the JSON Lines ranges of
-:mod:`ragstage.streaming`, the Parquet row groups of :mod:`ragstage.parquet`, and the
-in-memory traces of :mod:`ragstage.report`. So ``ragstage attribute`` and a notebook's table
-count the same way. The one thing a counter must remember per trace is its (query_id,
-pipeline) key, for the duplicate check: an 8-byte digest of it (8 MB per million traces),
-not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
+Every counter in the project feeds :func:`tally_records`, or gives it the same keys: the JSON
+Lines ranges of :mod:`ragstage.streaming`, the in-memory traces of :mod:`ragstage.report`, the
+Parquet batches that need a row-by-row check, and (through the same keys and digests) the
+plain Parquet batches that :func:`ragstage.arrow_rules.count_batch` counts over columns. So
+``ragstage attribute`` and a notebook's table count the same way. The one thing a counter must
+remember per trace is its (query_id, pipeline) key, for the duplicate check: an 8-byte digest
+of it (8 MB per million traces), not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
 (:func:`find_duplicate`), by a second read that gives the reader's line or row numbers.
 """
 
@@ -18,13 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from zlib import adler32, crc32
 
-from .attribution import Checked, diagnose_record
+from .attribution import Checked, check_require, outcome
 from .fields import FIELDS, FirstSeen
 
-__all__ = ["Tally", "tally_records", "group_of", "key_digest", "repeated_digests", "find_duplicate"]
+__all__ = ["Tally", "tally_records", "group_of", "plain_group", "key_digest", "key_digests", "repeated_digests",
+           "find_duplicate"]
 
 
 def key_digest(query_id: str, pipeline: str) -> int:
@@ -36,6 +38,53 @@ def key_digest(query_id: str, pipeline: str) -> int:
     """
     key = f"{query_id}\x00{pipeline}".encode()
     return (crc32(key) << 32 | adler32(key)) - (1 << 63)
+
+
+#: Keys longer than this are digested one at a time by :func:`key_digest` (the byte-column loop
+#: of :func:`key_digests` runs once per byte position of the longest key).
+_LONGEST_BYTEWISE = 256
+
+
+def key_digests(parts: list[tuple[Any, Any, Any]]) -> Any:
+    """:func:`key_digest` of many keys at once, as an int64 numpy array: the same digests, byte for byte.
+
+    Each part is a column of UTF-8 text given as numpy arrays ``(data, starts, lengths)`` (the
+    bytes, and where each row's text starts in them and how long it is); a key is its parts
+    joined by a zero byte, as in :func:`key_digest`. CRC-32 and Adler-32 are run down all the keys
+    together, one byte position at a time.
+    """
+    import numpy as np
+
+    n = len(parts[0][1])
+    crc = np.full(n, 0xFFFFFFFF, np.uint32)
+    a, b = np.ones(n, np.int64), np.zeros(n, np.int64)
+    table = _crc_table()
+
+    def feed(rows: Any, byte: Any) -> None:
+        c = crc[rows]
+        crc[rows] = table[(c ^ byte) & 0xFF] ^ (c >> 8)
+        a[rows] = (a[rows] + byte) % 65521
+        b[rows] = (b[rows] + a[rows]) % 65521
+
+    for i, (data, starts, lengths) in enumerate(parts):
+        if i:
+            feed(slice(None), np.uint32(0))
+        for position in range(int(lengths.max()) if n else 0):
+            rows = np.flatnonzero(lengths > position)
+            feed(rows, data[starts[rows] + position].astype(np.uint32))
+    crc ^= np.uint32(0xFFFFFFFF)
+    digests = (crc.astype(np.uint64) << np.uint64(32)) | (b << 16 | a).astype(np.uint64)
+    return (digests ^ np.uint64(1 << 63)).view(np.int64)
+
+
+def _crc_table() -> Any:
+    """CRC-32's table (the polynomial of zlib's ``crc32``)."""
+    import numpy as np
+
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
+    return table
 
 
 def repeated_digests(parts: Iterable[bytes]) -> set[int]:
@@ -73,11 +122,18 @@ def group_of(rec: Checked, by: str | None) -> str:
     return "(none)" if value is None else str(value)
 
 
+def plain_group(by: str | None) -> bool:
+    """Whether :func:`group_of` is a plain read of one column: no grouping, or a text field no
+    trace leaves null (``pipeline``), whose value is the group."""
+    spec = FIELDS.get(by or "")
+    return by is None or (spec is not None and spec.kind.plain is str and not spec.nullable
+                          and spec.default is not None)
+
+
 def _grouper(by: str | None) -> Callable[[Checked], str]:
     """:func:`group_of` for one ``by``, as the cheapest function that gives the same answer:
-    a plain attribute read when the field is text that may not be null (``pipeline``)."""
-    spec = FIELDS.get(by or "")
-    if spec is not None and spec.kind.plain is str and not spec.nullable and spec.default is not None:
+    a plain attribute read when the group is a plain read (:func:`plain_group`)."""
+    if by is not None and plain_group(by):
         return attrgetter(by)
     return partial(group_of, by=by)
 
@@ -134,12 +190,13 @@ def tally_records(records: Iterable[Checked], by: str | None = "pipeline", requi
     """
     counts: dict[tuple, int] = {}
     append = (digests if digests is not None else array("q")).append
-    get, diagnose, digest, group = counts.get, diagnose_record, key_digest, _grouper(by)
+    check_require(require)
+    get, walk, digest, group = counts.get, outcome, key_digest, _grouper(by)
     with _no_cycle_collector():
         for rec in records:
             append(digest(rec.query_id, rec.pipeline))
-            d = diagnose(rec, require)
-            key = (group(rec), d.stage, d.flags, rec.query_ok is not None, rec.reranked is not None)
+            stage, flags = walk(rec, require)
+            key = (group(rec), stage, flags, rec.query_ok is not None, rec.reranked is not None)
             counts[key] = get(key, 0) + 1
     return Tally.from_counts(counts)
 
