@@ -50,11 +50,14 @@ REFUSAL_OPENINGS = ("none", "i don't know", "i do not know", "i cannot answer", 
                     "insufficient information", "i'm sorry, but i", "sorry, i")
 
 
+_REFUSAL_PREFIXES = tuple(o + end for o in REFUSAL_OPENINGS for end in " ,.")
+
+
 def looks_like_refusal(answer: str) -> bool:
-    """True when the answer opens like a refusal (:data:`REFUSAL_OPENINGS`)."""
+    """True when the answer opens like a refusal (:data:`REFUSAL_OPENINGS`): it is one of them,
+    or starts with one followed by a space, a comma or a full stop."""
     text = normalise(answer).lower().strip(" .!\"'")
-    return any(text == o or text.startswith(o + " ") or text.startswith(o + ",") or text.startswith(o + ".")
-               for o in REFUSAL_OPENINGS)
+    return text in REFUSAL_OPENINGS or text.startswith(_REFUSAL_PREFIXES)
 
 
 def text_query_id(query: str) -> str:
@@ -258,7 +261,8 @@ def _prompt(req: Request, opts: IngestOptions) -> tuple[list[str] | None, str | 
         return [str(i) for i in logged], "logged", None
     if not opts.recover_prompt or not req.prompt_texts:
         return None, None, None
-    found = recover_prompt_ids(candidate_contents(req), req.prompt_texts, opts.min_fragment)
+    found = recover_prompt_ids(candidate_contents(req, normalised=True), req.prompt_texts, opts.min_fragment,
+                               normalised=True)
     return list(found.prompt), "recovered", list(found.truncated)
 
 
