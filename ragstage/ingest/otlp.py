@@ -21,7 +21,7 @@ import orjson
 from ..atomic import append_line
 from .spans import Span, SpanError, new_span
 
-__all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
+__all__ = ["read_otlp_json", "read_otlp_batches", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
 
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
@@ -199,10 +199,16 @@ def read_otlp_json(path: str | Path) -> Iterator[Span]:
     """Stream the spans of an OTLP JSON Lines file (``.gz`` too); errors name file, line, field.
 
     A file holding one pretty-printed OTLP object (as a download is) is read too."""
+    for _, spans in read_otlp_batches(path):
+        yield from spans
+
+
+def read_otlp_batches(path: str | Path) -> Iterator[tuple[int, list[Span]]]:
+    """``(line, spans)`` for each line of an OTLP JSON Lines file, one export batch at a time
+    (for a single document: ``(item, spans)`` of each top-level item)."""
     from .formats import read_json_values
 
-    for _, spans in read_json_values(path, lambda obj: list(spans_from_request(obj))):
-        yield from spans
+    return read_json_values(path, lambda obj: list(spans_from_request(obj)))
 
 
 def _encode_value(value: Any) -> dict[str, Any]:
