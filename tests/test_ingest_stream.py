@@ -165,6 +165,8 @@ def test_the_scan_finds_each_trace_last_line_in_either_key_style(tmp_path):
         orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{**span, "traceId": "a" * 32}]}]}]}),
     ]) + b"\n")
     assert trace_last_lines(path) == {"a" * 32: 4, "b" * 32: 3}
+    for block_size in (1, 7, 64, 300):  # blocks of whole lines, however the reads fall
+        assert trace_last_lines(path, block_size) == {"a" * 32: 4, "b" * 32: 3}
 
 
 def test_a_trace_id_the_scan_cannot_read_is_a_clear_error(tmp_path):

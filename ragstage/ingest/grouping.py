@@ -17,9 +17,9 @@ order their trace id was first seen, whatever order they were completed in.
 from __future__ import annotations
 
 import gzip
-import mmap
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -47,7 +47,7 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _ids_in(data: bytes | mmap.mmap, key: bytes, line_of: Callable[[int], int]) -> Iterator[tuple[bytes, int]]:
+def _ids_in(data: bytes, key: bytes, line_of: Callable[[int], int]) -> Iterator[tuple[bytes, int]]:
     """``(raw trace id, line)`` for every ``"<key>": "..."`` in ``data``, in file order.
 
     Inside a JSON string every quote is escaped, so a quoted key followed by a colon is an
@@ -68,7 +68,7 @@ def _ids_in(data: bytes | mmap.mmap, key: bytes, line_of: Callable[[int], int]) 
             at = data.find(key, end)
 
 
-def _line_counter(data: bytes | mmap.mmap, first: int = 1) -> Callable[[int], int]:
+def _line_counter(data: bytes, first: int = 1) -> Callable[[int], int]:
     """``offset -> line number`` for increasing offsets (lines counted from ``first``)."""
     state = {"line": first, "next": data.find(b"\n")}
 
@@ -81,24 +81,36 @@ def _line_counter(data: bytes | mmap.mmap, first: int = 1) -> Callable[[int], in
     return line_of
 
 
-def trace_last_lines(path: str | Path) -> dict[str, int]:
+def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
+    """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block)."""
+    rest = b""
+    while chunk := handle.read(size):
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            rest = data
+            continue
+        yield data[:cut]
+        rest = data[cut:]
+    if rest:
+        yield rest
+
+
+def trace_last_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, int]:
     """``trace id -> the last line naming it`` in an OTLP JSON Lines file (``.gz`` too).
 
-    Ids are normalised as the reader normalises them (lower-case hex; base64 decoded); a
-    value that is no trace id is skipped (the parse reports it, naming its line)."""
+    The file is read in blocks of whole lines (not mapped: a mapped file's pages count as the
+    process's memory; ``block_size`` is their size, in bytes). Ids are normalised as the reader normalises them (lower-case hex; base64
+    decoded); a value that is no trace id is skipped (the parse reports it, naming its line)."""
     p = Path(path)
     last: dict[bytes, int] = {}
-    if p.suffix == ".gz":
-        with gzip.open(p, "rb") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                for key in _KEYS:
-                    for raw, _ in _ids_in(line, key, lambda _offset, n=lineno: n):
-                        last[raw] = lineno
-    elif p.stat().st_size:
-        with open(p, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    first_line = 1
+    with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as handle:
+        for block in _blocks(handle, block_size):
             for key in _KEYS:  # one key's matches come in file order, so the last one seen is the last
-                for raw, lineno in _ids_in(data, key, _line_counter(data)):
+                for raw, lineno in _ids_in(block, key, _line_counter(block, first_line)):
                     last[raw] = max(lineno, last.get(raw, 0))
+            first_line += block.count(b"\n")
     out: dict[str, int] = {}
     for raw, lineno in last.items():
         try:
