@@ -99,9 +99,10 @@ def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
 def trace_last_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, int]:
     """``trace id -> the last line naming it`` in an OTLP JSON Lines file (``.gz`` too).
 
-    The file is read in blocks of whole lines (not mapped: a mapped file's pages count as the
-    process's memory; ``block_size`` is their size, in bytes). Ids are normalised as the reader normalises them (lower-case hex; base64
-    decoded); a value that is no trace id is skipped (the parse reports it, naming its line)."""
+    The file is read in blocks of whole lines, ``block_size`` bytes or so (not mapped: a mapped
+    file's pages count as the process's memory). Ids are normalised as the reader normalises
+    them (lower-case hex; base64 decoded); a value that is no trace id is skipped (the parse
+    reports it, naming its line)."""
     p = Path(path)
     last: dict[bytes, int] = {}
     first_line = 1
