@@ -110,13 +110,18 @@ def _child(cmd: list[str]) -> tuple[float, float, float]:
 
 
 def write_document(jsonl: Path, document: Path) -> None:
-    """The spans of an OTLP JSON Lines file as one ``{"resource_spans": ...}`` document."""
+    """The spans of an OTLP JSON Lines file as one pretty-printed ``{"resource_spans": ...}``
+    document, as Phoenix's UI downloads it."""
     spans = [s for line in open(jsonl, "rb") for r in orjson.loads(line)["resourceSpans"]
              for sc in r["scopeSpans"] for s in sc["spans"]]
-    document.write_bytes(orjson.dumps({"resource_spans": [{"scope_spans": [{"spans": spans}]}]}))
+    document.write_bytes(orjson.dumps({"resource_spans": [{"scope_spans": [{"spans": spans}]}]},
+                                      option=orjson.OPT_INDENT_2))
 
 
-_PARSE = "import orjson, sys\nfor line in open(sys.argv[1], 'rb'): orjson.loads(line)"
+# JSON Lines line by line; a pretty-printed document (its first line is no JSON value) whole
+_PARSE = ("import orjson, sys\ntry:\n    orjson.loads(open(sys.argv[1], 'rb').readline())\n"
+          "    for line in open(sys.argv[1], 'rb'): orjson.loads(line)\n"
+          "except orjson.JSONDecodeError:\n    orjson.loads(open(sys.argv[1], 'rb').read())")
 
 
 def _row(label: str, n: int, spans: Path, labels: Path, out: Path) -> str:
