@@ -116,10 +116,15 @@ def atomic_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Iter
     _fsync_path(target.parent, directory=True)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write a whole file so readers see either the old or the new content, never half."""
-    with atomic_output(path) as tmp:
-        tmp.write_bytes(data)
+def atomic_write_bytes(path: str | Path, data: bytes | str, inputs: Iterable[str | Path] = ()) -> Path:
+    """Write a whole file (text as UTF-8) so readers see the old or the new content, never half.
+
+    ``inputs`` are the files the content was made from: none of them may be the target.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_output(path, inputs) as tmp:
+        tmp.write_bytes(payload)
+    return Path(path)
 
 
 @contextmanager

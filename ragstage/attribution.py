@@ -33,6 +33,7 @@ __all__ = [
     "Stage",
     "BUCKETS",
     "RIGHT",
+    "UNDECIDED",
     "REASONS",
     "FLAGS",
     "SEVERITY",
@@ -73,6 +74,9 @@ class Stage(str, Enum):
 BUCKETS: tuple[str, ...] = tuple(s.value for s in Stage)
 #: The buckets that count as a right outcome in a paired comparison.
 RIGHT: frozenset[str] = frozenset({Stage.NONE.value, Stage.CORRECT_REFUSAL.value})
+#: The outcomes nobody can call right or wrong (prompt ids not logged, an answer nobody
+#: judged): a paired comparison leaves a question in one of them undecided.
+UNDECIDED: frozenset[str] = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 
 #: Every reason a diagnosis gives, by code, in the order the walk reaches them; a
 #: ``generation`` diagnosis carries one of ``refused`` to ``wrong``, most specific first. The

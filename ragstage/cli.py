@@ -98,17 +98,17 @@ def _print_comparison(result, fmt: str) -> None:
 
 def _gated(args: argparse.Namespace) -> int:
     """``compare`` with the gate: the comparison, then the verdict as the last line (stderr with JSON)."""
+    from .atomic import atomic_write_bytes
     from .gate import gate
-    from .html.atomic import write_atomic
 
     result = gate(read_any(args.before), read_any(args.after), alpha=args.alpha, max_broken=args.max_broken,
                   critical=not args.no_critical, require=args.require, intersect=args.intersect,
                   names=(args.before, args.after))
     _print_comparison(result.paired.comparison, args.format)
     if args.summary:
-        write_atomic(args.summary, result.to_markdown())
+        atomic_write_bytes(args.summary, result.to_markdown(), inputs=(args.before, args.after))
     if args.junit:
-        write_atomic(args.junit, result.to_junit())
+        atomic_write_bytes(args.junit, result.to_junit(), inputs=(args.before, args.after))
     if args.format != "json":
         print()
     print(result.verdict.line, file=sys.stderr if args.format == "json" else sys.stdout)

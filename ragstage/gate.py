@@ -24,8 +24,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .attribution import RIGHT, SEVERITY, Diagnosis, diagnose
-from .report import _UNKNOWN, Comparison, compare
+from .attribution import RIGHT, SEVERITY, UNDECIDED, Diagnosis, diagnose
+from .report import Comparison, compare
 from .trace import Trace
 
 __all__ = ["CRITICAL", "RULES", "Pair", "Paired", "Verdict", "GateResult", "pair_runs", "gate", "format_p"]
@@ -75,7 +75,7 @@ class Pair:
     @property
     def status(self) -> str:
         """``fixed``, ``broken``, ``both_right``, ``both_wrong`` or ``undecided`` (as :func:`compare` counts)."""
-        if self.before_bucket in _UNKNOWN or self.after_bucket in _UNKNOWN:
+        if self.before_bucket in UNDECIDED or self.after_bucket in UNDECIDED:
             return "undecided"
         was, now = self.before_bucket in RIGHT, self.after_bucket in RIGHT
         if was and now:

@@ -13,10 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, Stage, diagnose
+from .attribution import BUCKETS, RIGHT, UNDECIDED, Stage, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
-from .tally import tally_records
+from .tally import Tally, tally_records
 from .trace import Trace
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "attribution_table",
     "funnel_from_counts",
     "funnel",
+    "funnel_from_tally",
     "stage_entrants",
     "count_flags",
     "flag_table_from_counts",
@@ -65,8 +66,6 @@ _FUNNEL = (
     ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
     ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
 )
-# Outcomes nobody can call right or wrong: a paired comparison leaves them undecided.
-_UNKNOWN = frozenset({Stage.UNJUDGED.value, Stage.NOT_LOGGED.value})
 # Questions outside the funnel: no relevance judgement applies to them.
 _OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
                       Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
@@ -119,7 +118,11 @@ def funnel(traces: Iterable[Trace], by: str | None = "pipeline", require: str = 
     those traces only; reranking only when some trace in the group had a reranking stage:
     an unmeasured stage is not a healthy one, so it is not shown as 100% survival.
     """
-    tally = tally_records(traces, by, require)
+    return funnel_from_tally(tally_records(traces, by, require))
+
+
+def funnel_from_tally(tally: Tally) -> pd.DataFrame:
+    """The funnel of :func:`funnel` from counts already made (by any reader: see :mod:`ragstage.tally`)."""
     frames = []
     for group, buckets in tally.buckets.items():
         judged = tally.query_judged.get(group, {})
@@ -249,7 +252,7 @@ def comparison_from_moves(moves: Mapping[tuple[str, str], int], only_before: Ite
     if not moves:
         raise ValueError("the two runs share no query_id")
     n = sum(moves.values())
-    decided = {pair: k for pair, k in moves.items() if pair[0] not in _UNKNOWN and pair[1] not in _UNKNOWN}
+    decided = {pair: k for pair, k in moves.items() if pair[0] not in UNDECIDED and pair[1] not in UNDECIDED}
     fixed = sum(k for (src, dst), k in decided.items() if src not in RIGHT and dst in RIGHT)
     broken = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst not in RIGHT)
     both_right = sum(k for (src, dst), k in decided.items() if src in RIGHT and dst in RIGHT)

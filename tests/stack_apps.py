@@ -3,6 +3,9 @@
 * :class:`HaystackApp`: a Haystack pipeline (``DocumentSplitter`` chunks, BM25 retriever, an
   optional ranker, a ``PromptBuilder`` whose template may slice the documents, a scripted
   generator) under the OpenInference Haystack instrumentor.
+* :func:`langchain_ask`: chapter 7's LangChain application (``tests/ingest_apps.py``) with the
+  question id as LangChain run metadata, for OpenInference's LangChain instrumentor (the Phoenix
+  server test).
 * :func:`mlflow_ask`: chapter 7's LangChain application (``tests/ingest_apps.py``) under
   ``mlflow.langchain.autolog()``, each request inside an ``@mlflow.trace`` root span that sets
   the question id as trace metadata.
@@ -63,6 +66,14 @@ CASES = [
     Case("reranked-away", FLIGHTS, "A director.", "reranking", "travel", None, {"rerank_top": 1}),
     Case("failing", "Does the training budget cover conferences?", "", "endpoint_unavailable", "training", None,
          {"fail": True}),
+]
+#: LangChain's own: a character budget on the joined passages that evicts the gold passage
+#: whole, or cuts it mid-passage (prompt assembly either way).
+LANGCHAIN_CASES = CASES + [
+    Case("evicted", LAPTOPS, "Every ninety days.", "prompt_assembly", "security", "Passwords rotate",
+         {"budget": 150, "mode": "evict"}),
+    Case("cut", LAPTOPS, "Every ninety days.", "prompt_assembly", "security", "Passwords rotate",
+         {"budget": 180, "mode": "cut"}),
 ]
 #: Haystack's own: a template that slices the documents, a gold span that straddles two word
 #: chunks of which only one is retrieved (partial coverage: the prompt does not contain the span).
@@ -170,6 +181,12 @@ class HaystackApp:
                 pipe.run(data)
             except Exception:  # noqa: BLE001 - the failing case raises; its spans record the failure
                 pass
+
+
+def langchain_ask(app: Any, case: Case) -> None:
+    """One request of the LangChain app, its question id in the run's metadata (which
+    OpenInference's instrumentor records as span metadata)."""
+    app.ask(case.query_id, case.question, case.answer, **case.settings)
 
 
 def mlflow_ask(app: Any, case: Case) -> None:

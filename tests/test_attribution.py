@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage import BUCKETS, Stage, Trace, diagnose, replay
-from ragstage.attribution import FLAGS, REASONS, RIGHT, SEVERITY, survives
+from ragstage.attribution import FLAGS, REASONS, RIGHT, SEVERITY, UNDECIDED, survives
 from ragstage.fixtures import load_traces
 
 
@@ -176,7 +176,8 @@ def test_refusals_on_unanswerable_questions():
 
 
 def test_right_buckets_and_bucket_order():
-    assert RIGHT == {"none", "correct_refusal"}
+    assert RIGHT == {"none", "correct_refusal"} and UNDECIDED == {"unjudged", "not_logged"}
+    assert not RIGHT & UNDECIDED
     assert BUCKETS[0] == "endpoint_unavailable" and BUCKETS[-2:] == ("unjudged", "not_logged")
     assert diagnose(base(correct=True)).right and not diagnose(base(correct=False)).right
     assert str(Stage.RETRIEVAL) == "retrieval" and Stage.RETRIEVAL == "retrieval"

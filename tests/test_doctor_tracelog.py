@@ -44,6 +44,15 @@ def test_doctor_shape_problems():
     assert names == {"prompt ids outside the ranked list": ["a"], "answer never judged": ["b"]}
 
 
+def test_doctor_tells_a_cut_passage_from_a_gold_span_only_partly_in_the_prompt():
+    cut = Trace(query_id="a", retrieved=("d1",), prompt=("d1",), truncated=("d1",), gold=("d1",), correct=False)
+    straddling = cut.replace(query_id="b", meta={"ingest": {"partial_coverage": "d1#0-40: 20 of 40 characters"}})
+    problems = {p.name: p for p in examine([cut, straddling]).problems}
+    assert problems["passage truncated in the prompt"].examples == ["a"]
+    assert problems["gold span only partly in the prompt"].examples == ["b"]
+    assert "prompt assembly" in problems["gold span only partly in the prompt"].impact
+
+
 def test_logger_writes_valid_traces_and_redacts(tmp_path):
     path = tmp_path / "logs" / "traces.jsonl"
     log = TraceLogger(path, pipeline="p", model="m", prompt_version="v1", redact=True, redact_key="k")

@@ -132,8 +132,10 @@ def test_every_exercise_has_a_self_check_cell_in_its_chapter(chapter):
 def test_solutions_notebook_is_generated_from_the_declarations(chapter):
     path = NOTEBOOKS / solutions_path(chapter)
     assert path.exists(), f"missing {path.relative_to(NOTEBOOKS.parent)}"
-    stored = [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
-    generated = [(c.cell_type, c.source) for c in solutions_notebook(chapter).cells]
+    def shape(cells):
+        return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in cells]
+    stored = shape(nbformat.read(path, as_version=4).cells)
+    generated = shape(solutions_notebook(chapter).cells)
     command = f"python -m ragstage.exercises.solutions {chapter} notebooks/{solutions_path(chapter)}"
     assert stored == generated, f"{path.name} differs from its declarations: regenerate it with {command}"
 

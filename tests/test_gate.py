@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragstage import Trace, write_traces
+from ragstage.atomic import OutputError, atomic_write_bytes
 from ragstage.gate import CRITICAL, format_p, gate
-from ragstage.html.atomic import write_atomic
 from ragstage.report import compare
 from ragstage.testing import assert_no_regression
 
@@ -258,10 +258,10 @@ def test_verdict_is_the_three_rules(moves, alpha, max_broken):
 
 
 # -- atomic writes -----------------------------------------------------------------------------------
-def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path):
+def test_an_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
     target = tmp_path / "out.html"
     target.write_text("old")
-    write_atomic(target, "new")
+    atomic_write_bytes(target, "new")
     assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.html"]
 
 
@@ -276,13 +276,13 @@ def test_a_failed_write_keeps_the_earlier_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
-        write_atomic(target, "later")
+        atomic_write_bytes(target, "later")
     assert target.read_text() == "earlier" and [p.name for p in tmp_path.iterdir()] == ["gate.xml"]
 
 
-def test_write_atomic_into_a_missing_folder_is_an_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        write_atomic(tmp_path / "nowhere" / "x.md", "text")
+def test_an_atomic_write_into_a_missing_folder_is_an_error(tmp_path):
+    with pytest.raises(OutputError, match="no such folder"):
+        atomic_write_bytes(tmp_path / "nowhere" / "x.md", "text")
 
 
 @pytest.mark.parametrize("broken_xml", [
@@ -298,3 +298,12 @@ def test_the_schema_rejects_what_ci_systems_cannot_read(tmp_path, broken_xml):
     path.write_text(broken_xml)
     with pytest.raises(xmlschema.XMLSchemaValidationError):
         validate_junit(path)
+
+
+def test_the_gate_never_writes_its_summary_over_an_input(tmp_path):
+    before, after = write_pair(tmp_path, ("right", "retrieval", 8))
+    kept = Path(before).read_bytes()
+    for option in ("--summary", "--junit"):
+        done = ragstage("compare", before, after, "--gate", option, before)
+        assert done.returncode == 2 and "must not be the input" in done.stderr
+        assert Path(before).read_bytes() == kept

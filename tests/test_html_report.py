@@ -164,3 +164,11 @@ def test_a_failed_report_keeps_the_earlier_page(tmp_path):
     bad.write_text("not json\n")
     assert ragstage("report", str(bad), "--out", str(out)).returncode == 2
     assert out.read_text() == "the earlier page"
+
+
+def test_the_report_never_overwrites_one_of_its_inputs(tmp_path):
+    traces = tmp_path / "traces.jsonl"
+    traces.write_bytes(Path(BATCH).read_bytes())
+    done = ragstage("report", str(traces), "--out", str(traces))
+    assert done.returncode == 2 and "must not be the input" in done.stderr
+    assert traces.read_bytes() == Path(BATCH).read_bytes()

@@ -20,7 +20,7 @@ import pytest
 from ragstage import diagnose
 from ragstage.ingest import SpanError, ingest_spans
 from ragstage.ingest.formats import detect
-from ragstage.ingest.phoenix import CLIENT_LIMIT
+from ragstage.ingest.phoenix import CLIENT_LIMIT, LIST_LIMIT, limit_note
 
 TRACE = "0" * 31 + "1"
 DOC = "The leave lasts fourteen weeks for every new parent in the company."
@@ -96,7 +96,7 @@ def test_phoenix_span_objects_with_flattened_document_metadata(tmp_path, labels)
     assert [t.gold for t in listed.traces] == [("d0",)]
 
 
-def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(labels):
+def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(labels, tmp_path):
     rows = []
     for obj in _phoenix_objects(_spans()):
         row = {"context.trace_id": TRACE, "context.span_id": obj["context"]["span_id"], "name": obj["name"],
@@ -107,10 +107,49 @@ def test_a_frame_at_the_client_limit_warns_and_a_cut_request_is_incomplete(label
     cut = pd.DataFrame(rows[1:])  # the root fell outside the pull
     padding = pd.DataFrame([{**rows[0], "context.trace_id": f"{n + 2:032x}", "context.span_id": f"{n + 9:016x}",
                              "attributes.openinference.span.kind": "CHAIN"} for n in range(CLIENT_LIMIT - 2)])
-    result = ingest_spans(pd.concat([cut, padding], ignore_index=True), labels=labels)
+    frame = pd.concat([cut, padding], ignore_index=True)
+    result = ingest_spans(frame, labels=labels)
     assert result.traces == [] and list(result.incomplete) == [TRACE]
     assert any(f"exactly {CLIENT_LIMIT} spans" in w for w in result.warnings)
     assert "1 incomplete request(s) not written" in result.summary()
+    pytest.importorskip("pyarrow")
+    saved = tmp_path / "pull.parquet"  # the same pull saved as Parquet, read from its path
+    frame.to_parquet(saved)
+    assert [w for w in ingest_spans(saved, labels=labels).warnings
+            if w.startswith(f"{saved}: ") and f"exactly {CLIENT_LIMIT} spans" in w]
+    frame.iloc[1:].to_parquet(saved)
+    assert not ingest_spans(saved, labels=labels).warnings
+
+
+def test_a_fragment_with_no_stage_span_is_an_incomplete_request_not_other_work(labels):
+    """A pull that kept only the last span of a request (its output parser, whose parent fell
+    outside the limit) names that request as incomplete instead of skipping it as indexing."""
+    parser = ("d" * 16, "a" * 16, "StrOutputParser", {"openinference.span.kind": "CHAIN"})
+    indexing = ("e" * 16, None, "index", {"openinference.span.kind": "CHAIN"})
+    result = ingest_spans(_phoenix_objects([parser]) + _phoenix_objects([indexing], trace="0" * 31 + "9"),
+                          labels=labels)
+    assert list(result.incomplete) == [TRACE] and result.skipped == ["0" * 31 + "9"]
+    assert "1 parent span(s) not in the export" in result.incomplete[TRACE]
+    assert "1 incomplete request(s) not written" in result.summary()
+
+
+def test_a_span_list_at_the_list_api_limit_warns():
+    objects = [obj for n in range(LIST_LIMIT // 3 + 1) for obj in _phoenix_objects(_spans(trace=f"{n:032x}"))]
+    result = ingest_spans(objects[:LIST_LIMIT])
+    assert [w for w in result.warnings if "get_spans:" in w and f"exactly {LIST_LIMIT} spans" in w]
+    assert not ingest_spans(objects[:LIST_LIMIT - 1]).warnings
+    assert limit_note(CLIENT_LIMIT - 1) is None and "get_spans_dataframe" in limit_note(CLIENT_LIMIT)
+
+
+def test_two_runs_in_a_frame_name_the_frame(labels):
+    objs = _phoenix_objects(_spans()) + _phoenix_objects(_spans(trace="0" * 31 + "2"), trace="0" * 31 + "2")
+    frame = pd.DataFrame([{"context.trace_id": o["context"]["trace_id"], "context.span_id": o["context"]["span_id"],
+                           **{k: o[k] for k in ("name", "span_kind", "parent_id", "start_time", "end_time",
+                                                "status_code", "status_message")},
+                           **{f"attributes.{k}": v for k, v in o["attributes"].items()}} for o in objs])
+    with pytest.raises(SpanError, match="a Phoenix spans DataFrame, 6 span") as raised:
+        ingest_spans(frame, labels=labels)
+    assert "--split-runs" in str(raised.value) and "split_runs=True" in str(raised.value)
 
 
 def test_a_folder_of_parquet_files_and_two_runs_in_one_export(tmp_path, labels):

@@ -22,6 +22,7 @@ from ragstage.plots import (
     interval_plot,
     interval_rows,
     lost_bars,
+    power_plot,
     stage_bars,
     stage_shares,
 )
@@ -183,6 +184,35 @@ def test_interval_plot_wilson_only():
     assert fig.axes[0].get_xlim() == pytest.approx((-0.02, 1.02))
     with pytest.raises(ValueError):
         interval_plot({})
+
+
+def test_power_plot_draws_each_curve_exact_and_normal_with_the_target_and_the_run_size():
+    from ragstage import power_curve
+
+    sizes = range(10, 301, 10)
+    curves = {"minilm": power_curve(sizes, 0.12, 0.03), "bm25": power_curve(sizes, 0.05, 0.03)}
+    fig = power_plot(curves, target=0.8, n_now=100)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.lines}
+    assert np.allclose(lines["minilm: exact"].get_ydata(), curves["minilm"]["exact"])
+    assert np.allclose(lines["bm25: normal approximation"].get_ydata(), curves["bm25"]["normal"])
+    assert lines["bm25: normal approximation"].get_linestyle() == "--"
+    assert list(lines["target power 80%"].get_ydata()) == [0.8, 0.8]
+    assert list(lines["this run: 100 questions"].get_xdata()) == [100, 100]
+    assert ax.get_ylim() == (0, 1)
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().y1 < ax.get_window_extent().y0  # below the axes: it covers no line
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "minilm", "bm25", "target power 80%", "this run: 100 questions",
+        "solid: exact test", "dashed: normal approximation"]
+
+
+@pytest.mark.parametrize("bad, message", [({}, "nothing to plot"),
+                                           ({"x": pd.DataFrame({"n": [1], "exact": [0.1]})}, "lacks column"),
+                                           ])
+def test_power_plot_refuses_what_is_not_a_power_curve(bad, message):
+    with pytest.raises(ValueError, match=message):
+        power_plot(bad)
 
 
 def test_coverage_plot_lines():

@@ -4,9 +4,19 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trace_sets import TRACE_FILES, synthetic
 
-from ragstage import Trace, attribution_table, compare, funnel, funnel_from_counts, table_from_counts, wilson
-from ragstage.report import comparison_table, count_buckets, flag_table, stage_entrants
+from ragstage import (
+    Trace,
+    attribution_table,
+    compare,
+    funnel,
+    funnel_from_counts,
+    read_traces,
+    table_from_counts,
+    wilson,
+)
+from ragstage.report import comparison_table, count_buckets, flag_table, funnel_from_tally, stage_entrants
 from ragstage.stats import holm
 
 # The published MiniLM + cross-encoder SciFact run (original prompt), as bucket counts.
@@ -211,3 +221,23 @@ def test_cli_rows_are_the_notebook_tables(four_logs):
         bucket_rows(counts, empty=True)
     flags, totals = count_flags(four_logs)
     assert [tuple(r) for r in flag_table_from_counts(flags, totals).itertuples(index=False)] == flag_rows(flags, totals)
+
+
+@pytest.mark.parametrize("name", TRACE_FILES)
+def test_the_funnel_of_a_files_counts_is_the_funnel_of_its_traces(name):
+    from ragstage.fixtures import fixtures_dir
+    from ragstage.formats import count_files
+
+    path = fixtures_dir() / name
+    for by in ("pipeline", None):
+        counted = funnel_from_tally(count_files([path], by=by))
+        assert counted.equals(funnel(read_traces(path), by=by))
+
+
+def test_the_funnel_from_counts_of_synthetic_traces_matches_the_walk(tmp_path):
+    from ragstage import write_traces
+    from ragstage.formats import count_files
+
+    traces = synthetic(400, seed=3)
+    write_traces(tmp_path / "t.jsonl", traces)
+    assert funnel_from_tally(count_files([tmp_path / "t.jsonl"])).equals(funnel(traces))

@@ -81,7 +81,10 @@ class Exercise:
     ``check`` (shown when the result has the wrong shape). ``solution`` is Python run in the
     chapter's namespace after the chapter's own cells; it binds ``result``, the thing passed
     to ``check``. It must not change what later exercises start from (edit copies with
-    ``Trace.replace``, reset a widget it edits).
+    ``Trace.replace``, reset a widget it edits). ``output_varies`` marks a solution whose
+    printed output depends on the machine's caches (a run that reports what it computed):
+    its cell in the solutions notebook is tagged for nbval to skip the output, while the
+    self-check it ends with is still asserted by the tests.
     """
 
     id: str
@@ -89,7 +92,7 @@ class Exercise:
     submit: str
     solution: str
     expects: tuple[Expect, ...]
-    setup: str = ""
+    output_varies: bool = False
 
     @property
     def chapter(self) -> int:

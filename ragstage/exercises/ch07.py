@@ -160,8 +160,8 @@ EXERCISES = (
         submit="the label quote_label returns for the zinc question",
         solution=('result = quote_label("q37", "By how much did zinc lozenges shorten common colds in adults?", '
                   'texts, "1042",\n'
-                  '                     "zinc lozenges taken within a day of symptom onset shortened the duration of '
-                  'common colds by 33%", reference="33%")'),
+                  '                     "zinc lozenges taken within a day of symptom onset shortened the "\n'
+                  '                     "duration of common colds by 33%", reference="33%")'),
         expects=(
             Expect("span inside the answering sentence", True, "quote from document 1042 (the pooled trials "
                    "in adults), words of the one sentence that answers the question", get=_in_zinc_sentence),

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .atomic import write_atomic
+from ..atomic import atomic_write_bytes
 
-__all__ = ["report_html", "comparison_html", "write_report", "write_comparison", "write_atomic"]
+__all__ = ["report_html", "comparison_html", "write_report", "write_comparison"]
 
 
 def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -81,7 +81,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None
                  require: str = "any") -> int:
     """Write the report page to ``out`` (atomically); returns the number of traces on it."""
     page, n = report_html(paths, by=by, require=require)
-    write_atomic(out, page)
+    atomic_write_bytes(out, page, inputs=paths)
     return n
 
 
@@ -89,5 +89,5 @@ def write_comparison(before: str | Path, after: str | Path, out: str | Path, *, 
                      intersect: bool = False) -> int:
     """Write the comparison page to ``out`` (atomically); returns the number of paired questions."""
     page, n = comparison_html(before, after, require=require, intersect=intersect)
-    write_atomic(out, page)
+    atomic_write_bytes(out, page, inputs=(before, after))
     return n

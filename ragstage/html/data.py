@@ -22,16 +22,14 @@ from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
 from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from ..tally import group_of
+from ..tally import Tally, group_of
 from ..trace import Trace
 
 __all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields"]
 
 
-def attribute_output(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any",
-                     workers: int | None = None) -> dict[str, list[dict[str, Any]]]:
+def attribute_output(tally: Tally) -> dict[str, list[dict[str, Any]]]:
     """``{"buckets": [...], "flags": [...]}``: the rows ``attribute --format json`` prints (and with ``--flags``)."""
-    tally = count_files(paths, by=by, require=require, workers=workers)
     return {"buckets": [dict(zip(TABLE_COLUMNS, row)) for row in bucket_rows(tally.buckets)],
             "flags": [dict(zip(FLAG_COLUMNS, row)) for row in flag_rows(tally.flags, tally.totals())]}
 
@@ -124,10 +122,11 @@ def _common(kind: str) -> dict[str, Any]:
 
 def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any") -> dict[str, Any]:
     """The report page's data: ``attribute``'s rows, the funnel, and every question with its trace."""
-    from ..report import funnel
+    from ..report import funnel_from_tally
 
     paths = [str(p) for p in paths]
-    counted = attribute_output(paths, by=by, require=require)
+    tally = count_files(paths, by=by, require=require)
+    counted = attribute_output(tally)
     traces = [t for path in paths for t in read_any(path)]
     groups, reasons = _Strings(), _Strings()
     questions = []
@@ -136,7 +135,7 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
         side = _side(trace, d, reasons)
         side["g"] = groups(group_of(trace, by))
         questions.append(side)
-    table = funnel(traces, by=by, require=require)
+    table = funnel_from_tally(tally)
     data = _common("report")
     data.update({
         "files": paths, "by": by, "require": require, "n": len(traces),

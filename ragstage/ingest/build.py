@@ -204,7 +204,7 @@ def _path_reader(path: str | Path, found: Any) -> Callable[[Path], Iterable[Span
     return reader
 
 
-def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
+def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterator[Span]:
     """The spans of one file or folder, its format detected from the content (read once)."""
     from .formats import detect, regular_file
 
@@ -214,7 +214,18 @@ def _open_path(path: str | Path, read: list[str]) -> Iterator[Span]:
         for span in _path_reader(path, found)(real):
             n += 1
             yield span
-        read.append(f"{path}: {found}, {n} span(s)")
+        _read_note(path, found, n, read, warnings)
+
+
+def _read_note(path: str | Path, found: Any, n: int, read: list[str], warnings: list[str]) -> None:
+    """Say what a file held, once it is read (and warn of a Phoenix pull cut at the client's limit)."""
+    read.append(f"{path}: {found}, {n} span(s)")
+    if found.name == "phoenix-parquet":  # a client pull saved as it came
+        from .phoenix import limit_note
+
+        note = limit_note(n)
+        if note:
+            warnings.append(f"{path}: {note}")
 
 
 def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span]:
@@ -222,9 +233,9 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
     if type(source).__name__ == "DataFrame":
         columns = set(source.columns)
         if "context.span_id" in columns or source.index.name in ("context.span_id", "span_id"):
-            from .phoenix import frame_limit_note, from_phoenix
+            from .phoenix import from_phoenix, limit_note
 
-            note = frame_limit_note(source)
+            note = limit_note(len(source))
             if note:
                 warnings.append(note)
             read.append(f"a Phoenix spans DataFrame, {len(source)} span(s)")
@@ -252,8 +263,11 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
         read.append(f"{len(items)} MLflow trace(s)")
         return from_mlflow(items)
     if isinstance(first, dict) and "context" in first:
-        from .phoenix import span_object
+        from .phoenix import LIST_LIMIT, limit_note, span_object
 
+        note = limit_note(len(items), "get_spans", LIST_LIMIT)
+        if note:
+            warnings.append(note)
         read.append(f"{len(items)} Phoenix span object(s)")
         return (span_object(s) for s in items)
     read.append(f"{len(items)} OpenTelemetry SDK span(s)")
@@ -267,7 +281,7 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
     read = [] if read is None else read
     warnings = [] if warnings is None else warnings
     if isinstance(source, (str, Path)):
-        return _open_path(source, read)
+        return _open_path(source, read, warnings)
     return _objects(source, read, warnings)
 
 
@@ -506,8 +520,8 @@ class _Accounts:
     ``split_runs``, in the order they ran): the result's lists and the run numbering do not
     depend on the order the requests were completed in."""
 
-    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, where: str) -> None:
-        self.result, self.index, self.opts, self.where = result, index, opts, where
+    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, paths: str) -> None:
+        self.result, self.index, self.opts, self.paths = result, index, opts, paths
         self.pending: dict[int, _Outcome] = {}
         self.next = 0
         self.seen: dict[tuple[str, str], str] = {}
@@ -517,10 +531,10 @@ class _Accounts:
 
     def outcome(self, req: Request) -> _Outcome:
         out = _Outcome(req.trace_id, req.timestamp)
-        if not req.is_request:
-            return out
-        if req.incomplete:
+        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
             out.incomplete = req.incomplete
+            return out
+        if not req.is_request:
             return out
         for cand in req.candidates.values():
             self.chunk_keys.update(map(str, cand.metadata))
@@ -562,7 +576,8 @@ class _Accounts:
         key = (trace.query_id, trace.pipeline)
         if key in self.seen:
             if not opts.split_runs:
-                raise SpanError(f"{self.where}: requests {self.seen[key]} and {out.trace_id} both have query_id "
+                where = self.paths or "; ".join(result.read) or "the spans"
+                raise SpanError(f"{where}: requests {self.seen[key]} and {out.trace_id} both have query_id "
                                 f"{key[0]!r} in pipeline {key[1]!r}: two runs in one export? Split them with "
                                 f"--split-runs (Python: split_runs=True; the n-th run becomes pipeline "
                                 f"'{key[1]}#n'), set distinct query ids or pipelines (metadata "
@@ -602,11 +617,11 @@ def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
         if found.name == "otlp" and not real.is_dir() and is_json_lines(real):
             from .otlp import read_otlp_batches
 
-            inputs.append((str(source), _counted(read_otlp_batches(real), read, f"{source}: {found}")))
+            inputs.append((str(source), _counted(read_otlp_batches(real), source, found, read, warnings)))
             if last is not None:
                 last.update((trace_id, (i, line)) for trace_id, line in trace_last_lines(real).items())
         else:
-            inputs.append((str(source), _counted(iter([(0, reader(real))]), read, f"{source}: {found}")))
+            inputs.append((str(source), _counted(iter([(0, reader(real))]), source, found, read, warnings)))
             last = None
     if last is None:
         return inputs, None
@@ -616,23 +631,22 @@ def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
     return inputs, closing
 
 
-def _counted(batches: Iterator[tuple[int, Iterable[Span]]], read: list[str],
-             what: str) -> Iterator[tuple[int, list[Span]]]:
-    """The batches as lists, and ``"<what>, N span(s)"`` in ``read`` once they are all read."""
+def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path, found: Any, read: list[str],
+             warnings: list[str]) -> Iterator[tuple[int, list[Span]]]:
+    """The batches as lists, and what the file held said (:func:`_read_note`) once they are all read."""
     n = 0
     for line, spans in batches:
         spans = list(spans)
         n += len(spans)
         yield line, spans
-    read.append(f"{what}, {n} span(s)")
+    _read_note(path, found, n, read, warnings)
 
 
 def _traces(sources: list[Any], index: LabelIndex, opts: IngestOptions, result: IngestResult) -> Iterator[Trace]:
     """The traces of the spans, one request at a time (see :mod:`.grouping`), into ``result``."""
     from .grouping import TraceGroups
 
-    where = ", ".join(str(s) for s in sources if isinstance(s, (str, Path))) or "the spans"
-    accounts = _Accounts(result, index, opts, where)
+    accounts = _Accounts(result, index, opts, ", ".join(str(s) for s in sources if isinstance(s, (str, Path))))
     conventions: Counter[str] = Counter()
     n_spans = 0
     with contextlib.ExitStack() as stack:

@@ -69,6 +69,12 @@ def _duplicates(t: Trace) -> list[str]:
             if (ids := getattr(t, name)) is not None and len(set(ids)) != len(ids)]
 
 
+def _partial_span(t: Trace) -> bool:
+    """Ingest found the gold span covered only in part by the chunks in the prompt."""
+    notes = t.meta.get("ingest")
+    return isinstance(notes, dict) and "partial_coverage" in notes
+
+
 def _outside(t: Trace) -> bool:
     """Prompt ids that no ranked list holds: the prompt came from somewhere the log does not show."""
     if t.prompt is None:
@@ -87,8 +93,11 @@ SHAPE_CHECKS: tuple[tuple[str, Callable[[Trace], bool], str], ...] = (
     ("answer never judged", lambda t: diagnose(t).stage is Stage.UNJUDGED,
      "the evidence reached the prompt but nothing judges the answer (`unjudged`): add `correct`, "
      "`answer_ids` or claim labels"),
-    ("passage truncated in the prompt", lambda t: bool(t.truncated),
+    ("passage truncated in the prompt", lambda t: bool(t.truncated) and not _partial_span(t),
      "a passage reached the model only in part: it does not count as in the prompt"),
+    ("gold span only partly in the prompt", _partial_span,
+     "a gold span straddles chunks and only some of them reached the prompt: the prompt text does not "
+     "contain the whole span, so the loss is prompt assembly's"),
     ("query and answer redacted", lambda t: isinstance(r := t.meta.get("redacted"), list) and "answer" in r,
      "the answer is a digest: its citation markers and numbers are gone, so the flags (fabricated_citation, "
      "numeric_unmarked) and the reasons read from the answer text cannot be found; judge with `correct` or "

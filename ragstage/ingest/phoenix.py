@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 from .spans import Span, SpanError, flatten_attributes
 
-__all__ = ["from_phoenix", "span_object", "read_phoenix_jsonl", "frame_limit_note", "REQUIRED_COLUMNS", "CLIENT_LIMIT"]
+__all__ = ["from_phoenix", "span_object", "read_phoenix_jsonl", "limit_note", "REQUIRED_COLUMNS", "CLIENT_LIMIT",
+           "LIST_LIMIT"]
 
 REQUIRED_COLUMNS = ("context.trace_id", "context.span_id", "name", "start_time", "end_time", "status_code")
 _PREFIX = "attributes."
@@ -51,14 +52,16 @@ def _ns(value: Any, column: str, where: str, row: int) -> int:
 
 #: ``get_spans_dataframe`` returns at most this many spans unless given ``limit=``.
 CLIENT_LIMIT = 1000
+#: ``get_spans`` (the list API) returns at most this many spans unless given ``limit=``.
+LIST_LIMIT = 100
 
 
-def frame_limit_note(frame: Any) -> str | None:
-    """A warning when a frame has exactly :data:`CLIENT_LIMIT` rows: a client pull that stopped
-    at its default limit cuts requests in two."""
-    if len(frame) == CLIENT_LIMIT:
-        return (f"the frame has exactly {CLIENT_LIMIT} spans, the default limit of the Phoenix client's "
-                "get_spans_dataframe: pass limit= (e.g. limit=1_000_000) to pull every span")
+def limit_note(n: int, call: str = "get_spans_dataframe", limit: int = CLIENT_LIMIT) -> str | None:
+    """A warning when a client pull holds exactly its call's default limit of spans: a pull
+    that stopped at the limit cuts requests in two, and the rest of the project is not there."""
+    if n == limit:
+        return (f"the pull has exactly {n} spans, the default limit of the Phoenix client's {call}: it may "
+                "have stopped there; pass limit= (e.g. limit=1_000_000) to pull every span")
     return None
 
 

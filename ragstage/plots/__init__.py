@@ -34,6 +34,7 @@ from ._style import BUCKET_COLOURS, STAGE_LABELS
 from .chunks import chunking_plot, document_chunks
 from .intervals import coverage_plot, interval_plot, interval_rows
 from .migration import MOVE_COLOURS, bucket_change, migration_flow, migration_heatmap, migration_matrix, move_kind
+from .power import power_plot
 from .prompts import prompt_fill_plot
 from .stages import FUNNEL_STAGES, funnel_counts, funnel_plot, lost_bars, stage_bars, stage_shares
 
@@ -59,6 +60,7 @@ __all__ = [
     "move_kind",
     "no_display",
     "png_bytes",
+    "power_plot",
     "prompt_fill_plot",
     "stage_bars",
     "stage_shares",

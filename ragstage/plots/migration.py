@@ -13,13 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..attribution import BUCKETS, RIGHT
+from ..attribution import BUCKETS, RIGHT, UNDECIDED
 from ._figure import new_axes
 from ._style import BROKEN_COLOUR, BUCKET_COLOURS, FIXED_COLOUR, STAGE_LABELS
 
 __all__ = ["migration_matrix", "move_kind", "migration_heatmap", "migration_flow", "bucket_change", "MOVE_COLOURS"]
-
-_UNKNOWN = frozenset({"unjudged", "not_logged"})
 
 #: The colour of each kind of move in :func:`migration_flow`.
 MOVE_COLOURS = {"fixed": FIXED_COLOUR, "broken": BROKEN_COLOUR, "moved": "#ff7f0e", "stayed": "#d9d9d9",
@@ -44,7 +42,7 @@ def migration_matrix(migration: Any) -> pd.DataFrame:
 
 def move_kind(before: str, after: str) -> str:
     """``"fixed"``, ``"broken"``, ``"stayed"``, ``"moved"`` (one failure to another) or ``"undecided"``."""
-    if before in _UNKNOWN or after in _UNKNOWN:
+    if before in UNDECIDED or after in UNDECIDED:
         return "undecided"
     if before == after:
         return "stayed"
