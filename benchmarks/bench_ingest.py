@@ -1,25 +1,30 @@
 """Benchmark: `ragstage ingest spans SPANS --labels LABELS --out TRACES` beside a bare orjson parse.
 
-Writes a synthetic OTLP JSON Lines file once (seeded): each request is five spans shaped like
-the LangChain instrumentor's (a root CHAIN span with the query id in its metadata, a
-RETRIEVER span with 10 documents of about 300 characters carrying source and start offset,
+Writes a synthetic OTLP JSON Lines file once per size (seeded): each request is five spans
+shaped like the LangChain instrumentor's (a root CHAIN span with the query id in its metadata,
+a RETRIEVER span with 10 documents of about 300 characters carrying source and start offset,
 a formatting CHAIN span, an LLM span whose input message holds 1-5 of those passages, one of
 them cut mid-passage in a tenth of the requests, and an output parser span), written in
 batches of 100 requests a line as the Collector's file exporter does. Labels give a
-character span in one source document per request. Then it times the command in a
-subprocess (prompt recovery and span-level gold included) and reads its peak memory.
+character span in one source document per request. Then, in one run and each in its own
+subprocess, it times a bare ``orjson`` parse of every line and the ingest command (prompt
+recovery and span-level gold included): wall and CPU time (user + system, from the child's
+own rusage, so other load on a shared machine counts less), the ratio of each to the parse,
+and each child's peak resident memory.
 
-    python benchmarks/bench_ingest.py [--spans 10000 30000 100000] [--file /tmp/ragstage-bench-spans.jsonl]
+    python benchmarks/bench_ingest.py [--spans 100000 300000 1000000] [--document 100000]
+        [--retrievers 1000 10000] [--dir /tmp]
 
-Ingest holds every span in memory, so the cyclic garbage collector, run again and again over a
-growing heap of small dicts, once made it superlinear (10,000 / 30,000 / 100,000 spans: 3.7 /
-9.0 / 66.8 s); ``ingest_openinference`` pauses it while it reads, and the time per span is flat.
+``--document N`` also writes the same N spans as one OTLP JSON document (Phoenix's UI
+download: ``{"resource_spans": [...]}``), which a JSON parser must load whole.
+``--retrievers`` times one request with that many retriever spans (the span tree is walked
+in linear time). The files go to ``--dir`` and are deleted after each size.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import subprocess
 import sys
 import time
@@ -92,32 +97,97 @@ def write_synthetic(spans_path: Path, labels_path: Path, n_spans: int, seed: int
     return n_requests * 5
 
 
+def _child(cmd: list[str]) -> tuple[float, float, float]:
+    """Run ``cmd``; its wall seconds, CPU seconds (user + system) and peak resident MB."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[:4]} failed with exit code {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def write_document(jsonl: Path, document: Path) -> None:
+    """The spans of an OTLP JSON Lines file as one pretty-printed ``{"resource_spans": ...}``
+    document, as Phoenix's UI downloads it."""
+    spans = [s for line in open(jsonl, "rb") for r in orjson.loads(line)["resourceSpans"]
+             for sc in r["scopeSpans"] for s in sc["spans"]]
+    document.write_bytes(orjson.dumps({"resource_spans": [{"scope_spans": [{"spans": spans}]}]},
+                                      option=orjson.OPT_INDENT_2))
+
+
+# JSON Lines line by line; a pretty-printed document (its first line is no JSON value) whole
+_PARSE = ("import orjson, sys\ntry:\n    orjson.loads(open(sys.argv[1], 'rb').readline())\n"
+          "    for line in open(sys.argv[1], 'rb'): orjson.loads(line)\n"
+          "except orjson.JSONDecodeError:\n    orjson.loads(open(sys.argv[1], 'rb').read())")
+
+
+def _row(label: str, n: int, spans: Path, labels: Path, out: Path) -> str:
+    # the median of three bare parses: the peer's time on a shared machine is noisy too
+    bare = sorted((_child([sys.executable, "-c", _PARSE, str(spans)]) for _ in range(3)), key=lambda r: r[1])
+    bare_wall, bare_cpu, bare_peak = bare[1]
+    cmd = [sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(spans), "--labels", str(labels),
+           "--out", str(out)]
+    wall, cpu, peak = _child(cmd)
+    return (f"| {label} | {n:,} | {spans.stat().st_size / 1e6:,.0f} | {bare_wall:.1f} / {bare_cpu:.1f} | "
+            f"{wall:.1f} / {cpu:.1f} | {wall / bare_wall:.1f} | {cpu / bare_cpu:.1f} | {bare_peak:,.0f} "
+            f"| {peak:,.0f} |")
+
+
+def _write_in_child(spans: Path, labels: Path, size: int, document: Path | None) -> None:
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import bench_ingest as b\n"
+            "b.write_synthetic(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))\n"
+            "if sys.argv[5]: b.write_document(Path(sys.argv[2]), Path(sys.argv[5]))")
+    subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(spans), str(labels), str(size),
+                    str(document or "")], check=True)
+
+
+def retriever_request(n: int) -> float:
+    """CPU seconds to ingest one request of a root span and ``n`` retriever spans."""
+    from ragstage.ingest import Span, ingest_spans
+
+    kind = {"openinference.span.kind": "RETRIEVER"}
+    spans = [Span("f" * 32, "f" * 16, None, "root", 0, 1, {"openinference.span.kind": "CHAIN"})]
+    spans += [Span("f" * 32, f"{i + 1:016x}", "f" * 16, "r", i, i + 1,
+                   {**kind, "retrieval.documents.0.document.id": f"d{i}"}) for i in range(n)]
+    start = time.process_time()
+    ingest_spans(spans)
+    return time.process_time() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, nargs="+", default=[100_000],
+    parser.add_argument("--spans", type=int, nargs="*", default=[100_000],
                         help="one or more sizes; several show whether the time grows linearly")
-    parser.add_argument("--file", type=Path, default=Path("/tmp/ragstage-bench-spans.jsonl"))
+    parser.add_argument("--document", type=int, nargs="*", default=[],
+                        help="sizes also written as one OTLP JSON document")
+    parser.add_argument("--retrievers", type=int, nargs="*", default=[],
+                        help="retriever spans in one request (e.g. 1000 10000)")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp"))
     args = parser.parse_args()
-    for size in args.spans:
-        spans = args.file.with_suffix(f".{size}.jsonl")
+    print("| form | spans | MB | parse s wall / CPU | ingest s wall / CPU | ratio wall | ratio CPU "
+          "| parse peak MB | ingest peak MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in sorted(set(args.spans) | set(args.document)):
+        spans = args.dir / f"ragstage-bench-spans.{size}.jsonl"
         labels, out = spans.with_suffix(".labels.jsonl"), spans.with_suffix(".traces.jsonl")
-        start = time.perf_counter()
-        n = write_synthetic(spans, labels, size)
-        print(f"wrote {n:,} spans ({spans.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - start:.1f} s")
-        parse = [sys.executable, "-c", "import orjson, sys\nfor line in open(sys.argv[1], 'rb'): orjson.loads(line)",
-                 str(spans)]
-        start = time.perf_counter()
-        subprocess.run(parse, check=True)
-        bare = time.perf_counter() - start
-        print(f"bare orjson parse of the same file: {bare:.1f} s")
-        cmd = [sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(spans), "--labels", str(labels),
-               "--out", str(out)]
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
-        print(f"ingest: {wall:.1f} s wall for {n:,} spans ({n / wall:,.0f} spans/s, {wall / n * 1e4:.2f} s per "
-              f"10,000), {wall / bare:.1f}x the bare parse, peak {peak:.0f} MB resident")
+        document = spans.with_suffix(".document.json")
+        try:
+            # written by a child process: a forked child's peak memory counts the parent's pages,
+            # so the parent must stay small
+            _write_in_child(spans, labels, size, document if size in args.document else None)
+            n = size // 5 * 5
+            if size in args.spans:
+                print(_row("OTLP JSON Lines", n, spans, labels, out), flush=True)
+            if size in args.document:
+                print(_row("one OTLP document", n, document, labels, out), flush=True)
+        finally:
+            for path in (spans, labels, out, document):
+                path.unlink(missing_ok=True)
+    for n in args.retrievers:
+        print(f"one request with {n:,} retriever spans: {retriever_request(n):.2f} s CPU", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ the result and its summary, and each trace says in ``meta.ingest`` how its lists
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 from collections import Counter
@@ -26,11 +27,11 @@ from typing import Any, Callable, Iterable, Iterator
 from ..trace import Trace, write_traces
 from .gold import ChunkKeys, Label, LabelIndex, gold_ids, iter_labels, locatable, locate, span_coverage
 from .recover import MIN_FRAGMENT, normalise, recover_prompt_ids
-from .requests import Request, candidate_contents, requests_from_spans
+from .requests import Request, candidate_contents, read_request
 from .spans import Span, SpanError, from_sdk_spans
 
-__all__ = ["IngestOptions", "IngestResult", "ingest_spans", "ingest_openinference", "load_spans", "judge_contains",
-           "looks_like_refusal", "text_query_id"]
+__all__ = ["IngestOptions", "IngestResult", "ingest_spans", "ingest_spans_to", "ingest_openinference", "load_spans",
+           "judge_contains", "looks_like_refusal", "text_query_id"]
 
 
 def judge_contains(answer: str, label: Label) -> bool | None:
@@ -50,11 +51,14 @@ REFUSAL_OPENINGS = ("none", "i don't know", "i do not know", "i cannot answer", 
                     "insufficient information", "i'm sorry, but i", "sorry, i")
 
 
+_REFUSAL_PREFIXES = tuple(o + end for o in REFUSAL_OPENINGS for end in " ,.")
+
+
 def looks_like_refusal(answer: str) -> bool:
-    """True when the answer opens like a refusal (:data:`REFUSAL_OPENINGS`)."""
+    """True when the answer opens like a refusal (:data:`REFUSAL_OPENINGS`): it is one of them,
+    or starts with one followed by a space, a comma or a full stop."""
     text = normalise(answer).lower().strip(" .!\"'")
-    return any(text == o or text.startswith(o + " ") or text.startswith(o + ",") or text.startswith(o + ".")
-               for o in REFUSAL_OPENINGS)
+    return text in REFUSAL_OPENINGS or text.startswith(_REFUSAL_PREFIXES)
 
 
 def text_query_id(query: str) -> str:
@@ -86,6 +90,24 @@ class IngestOptions:
 
 
 @dataclass
+class _TraceCounts:
+    """What :meth:`IngestResult.summary` needs of the traces, gathered as they go by."""
+
+    n: int = 0
+    by_source: Counter[str] = field(default_factory=Counter)  # prompt_source (or "not logged") -> traces
+    truncated: list[str] = field(default_factory=list)  # query ids of traces with a truncated passage
+    labelled: int = 0  # traces with gold
+
+    def add(self, trace: Trace) -> None:
+        self.n += 1
+        self.by_source[trace.prompt_source or "not logged"] += 1
+        if trace.truncated:
+            self.truncated.append(trace.query_id)
+        if trace.gold:
+            self.labelled += 1
+
+
+@dataclass
 class IngestResult:
     """The traces, and everything that could not be read as asked (reported, not dropped)."""
 
@@ -99,10 +121,26 @@ class IngestResult:
     partial: list[str] = field(default_factory=list)  # query ids whose gold span reached the prompt in part
     read: list[str] = field(default_factory=list)  # "<source>: <format>, N spans" per input
     warnings: list[str] = field(default_factory=list)  # whatever else a user must know
+    written: int | None = None  # traces written straight to a file (ingest_spans_to), not kept in `traces`
+    _counts: _TraceCounts | None = field(default=None, repr=False, compare=False)
 
     def write(self, path: str | Path) -> int:
         """Write the traces as JSON Lines; returns the count."""
         return write_traces(path, self.traces)
+
+    def count(self, trace: Trace) -> None:
+        """Count a trace for :meth:`summary` (the traces themselves may go to a file instead)."""
+        if self._counts is None:
+            self._counts = _TraceCounts()
+        self._counts.add(trace)
+
+    def _summary_counts(self) -> _TraceCounts:
+        if self._counts is not None:
+            return self._counts
+        counts = _TraceCounts()
+        for trace in self.traces:
+            counts.add(trace)
+        return counts
 
     @property
     def loud(self) -> bool:
@@ -112,14 +150,11 @@ class IngestResult:
 
     def summary(self) -> str:
         """One paragraph for a terminal: counts and what was left unmatched."""
-        lines = [f"read {r}" for r in self.read] + [f"{len(self.traces)} trace(s)"]
-        by_source: dict[str, int] = {}
-        for t in self.traces:
-            key = t.prompt_source or "not logged"
-            by_source[key] = by_source.get(key, 0) + 1
-        lines.append("prompt ids: " + ", ".join(f"{v} {k}" for k, v in sorted(by_source.items())))
+        counts = self._summary_counts()
+        lines = [f"read {r}" for r in self.read] + [f"{counts.n} trace(s)"]
+        lines.append("prompt ids: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.by_source.items())))
         partial = set(self.partial)
-        truncated = sum(1 for t in self.traces if t.truncated and t.query_id not in partial)
+        truncated = sum(1 for query_id in counts.truncated if query_id not in partial)
         if truncated:
             lines.append(f"{truncated} trace(s) with a passage that reached the prompt only in part")
         if self.partial:
@@ -140,7 +175,7 @@ class IngestResult:
             shown = [f"{lb.query_id or lb.query!r} (line {lb.line})" for lb in self.unmatched_labels]
             lines.append(f"{len(self.unmatched_labels)} label(s) matched no request: " + _some(shown))
         if self.unlocated:
-            n_labelled = sum(1 for t in self.traces if t.gold)
+            n_labelled = counts.labelled
             keys = ", ".join(self.chunk_metadata_keys) or "none"
             lines.append(f"{len(self.unlocated)} of {n_labelled} labels matched no retrieved chunk: the chunk keys "
                          f"locate no chunk; chunk metadata keys: {keys} (pass --doc-key/--start-key/--end-key, "
@@ -153,34 +188,44 @@ def _some(items: list[str], k: int = 5) -> str:
     return ", ".join(items[:k]) + (" ..." if len(items) > k else "")
 
 
+def _path_reader(path: str | Path, found: Any) -> Callable[[Path], Iterable[Span]]:
+    """The reader of a file in the detected format ``found``."""
+    if found.name == "traces":
+        raise SpanError("this file holds ragstage traces, not spans: run `ragstage attribute` or "
+                        "`ragstage doctor` on it", path=str(path))
+    if found.name == "otlp":
+        from .otlp import read_otlp_json as reader
+    elif found.name == "phoenix-jsonl":
+        from .phoenix import read_phoenix_jsonl as reader
+    elif found.name == "phoenix-parquet":
+        from .phoenix import from_phoenix as reader
+    else:
+        from .mlflow import from_mlflow as reader
+    return reader
+
+
 def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterator[Span]:
     """The spans of one file or folder, its format detected from the content (read once)."""
     from .formats import detect, regular_file
 
     with regular_file(path) as real:
         found = detect(real)
-        if found.name == "traces":
-            raise SpanError("this file holds ragstage traces, not spans: run `ragstage attribute` or "
-                            "`ragstage doctor` on it", path=str(path))
-        if found.name == "otlp":
-            from .otlp import read_otlp_json as reader
-        elif found.name == "phoenix-jsonl":
-            from .phoenix import read_phoenix_jsonl as reader
-        elif found.name == "phoenix-parquet":
-            from .phoenix import from_phoenix as reader
-        else:
-            from .mlflow import from_mlflow as reader
         n = 0
-        for span in reader(real):
+        for span in _path_reader(path, found)(real):
             n += 1
             yield span
-        read.append(f"{path}: {found}, {n} span(s)")
-        if found.name == "phoenix-parquet":  # a client pull saved as it came
-            from .phoenix import limit_note
+        _read_note(path, found, n, read, warnings)
 
-            note = limit_note(n)
-            if note:
-                warnings.append(f"{path}: {note}")
+
+def _read_note(path: str | Path, found: Any, n: int, read: list[str], warnings: list[str]) -> None:
+    """Say what a file held, once it is read (and warn of a Phoenix pull cut at the client's limit)."""
+    read.append(f"{path}: {found}, {n} span(s)")
+    if found.name == "phoenix-parquet":  # a client pull saved as it came
+        from .phoenix import limit_note
+
+        note = limit_note(n)
+        if note:
+            warnings.append(f"{path}: {note}")
 
 
 def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span]:
@@ -267,7 +312,8 @@ def _prompt(req: Request, opts: IngestOptions) -> tuple[list[str] | None, str | 
         return [str(i) for i in logged], "logged", None
     if not opts.recover_prompt or not req.prompt_texts:
         return None, None, None
-    found = recover_prompt_ids(candidate_contents(req), req.prompt_texts, opts.min_fragment)
+    found = recover_prompt_ids(candidate_contents(req, normalised=True), req.prompt_texts, opts.min_fragment,
+                               normalised=True)
     return list(found.prompt), "recovered", list(found.truncated)
 
 
@@ -389,13 +435,41 @@ def ingest_spans(spans: Any, labels: Iterable[Label] | str | Path | None = None,
     the file, line and field.
     """
     opts = options or IngestOptions(**kwargs)
-    sources = spans if isinstance(spans, (list, tuple)) and spans and isinstance(spans[0], (str, Path)) else [spans]
-    # Spans are many small acyclic dicts: the cyclic collector, run again and again over a
-    # growing heap, made reading 100,000 spans several times slower than reading 10,000 x 10.
+    result = IngestResult([], [], [])
+    with _collector_paused():
+        result.traces.extend(_traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
+    return result
+
+
+def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str | Path | None = None,
+                    options: IngestOptions | None = None, **kwargs: Any) -> IngestResult:
+    """:func:`ingest_spans`, each trace written to ``out`` (JSON Lines, ``.gz`` too) as soon as it is
+    read, none kept: memory stays flat however long the export (see :mod:`.grouping`).
+
+    The file appears whole when the ingest ends, or not at all (an error or a killed run leaves
+    an existing ``out`` as it was). The result holds every count and list :func:`ingest_spans`
+    gives, its ``traces`` empty and ``written`` the number of traces in ``out``.
+    """
+    opts = options or IngestOptions(**kwargs)
+    result = IngestResult([], [], [])
+    with _collector_paused():
+        result.written = write_traces(out, _traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
+    return result
+
+
+def _sources(spans: Any) -> list[Any]:
+    return spans if isinstance(spans, (list, tuple)) and spans and isinstance(spans[0], (str, Path)) else [spans]
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block: spans are many small acyclic dicts, and
+    the collector, run again and again over a growing heap, once made reading 100,000 spans
+    several times slower than reading 10,000 ten times."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _ingest(sources, labels, opts)
+        yield
     finally:
         if was_enabled:
             gc.enable()
@@ -420,73 +494,187 @@ def _mlflow_otel(span: Span) -> Span:
                                       "message": span.error or ""}}, {})
 
 
-def _conventions(spans: list[Span]) -> str:
-    seen: Counter[str] = Counter()
-    for s in spans:
-        if s.kind:
-            continue
-        for key in s.attributes:
-            for prefix, name in FOREIGN_CONVENTIONS.items():
-                if key.startswith(prefix):
-                    seen[name] += 1
-                    break
-            else:
-                continue
-            break
-    return ", ".join(f"{name} on {n} span(s)" for name, n in seen.most_common())
+def _convention(span: Span) -> str | None:
+    """The foreign convention of a span with no OpenInference kind, if its attributes show one."""
+    for key in span.attributes:
+        for prefix, name in FOREIGN_CONVENTIONS.items():
+            if key.startswith(prefix):
+                return name
+    return None
 
 
-def _ingest(sources: list[Any], labels: Iterable[Label] | str | Path | None, opts: IngestOptions) -> IngestResult:
-    read: list[str] = []
-    warnings: list[str] = []
-    all_spans = [s for source in sources for s in load_spans(source, read, warnings)]
-    index = LabelIndex(iter_labels(labels))
-    traces: list[Trace] = []
-    seen: dict[tuple[str, str], str] = {}
-    runs: Counter[tuple[str, str]] = Counter()
-    result = IngestResult(traces, [], [], read=read, warnings=warnings)
-    chunk_keys: set[str] = set()
-    all_spans = [_mlflow_otel(s) if not s.kind and "mlflow.spanType" in s.attributes else s for s in all_spans]
-    requests: Iterable[Request] = requests_from_spans(all_spans)
-    if opts.split_runs:  # runs numbered in the order they ran
-        requests = sorted(requests, key=lambda r: r.timestamp or "")
-    for req in requests:
+@dataclass
+class _Outcome:
+    """What one request became, kept until every request first seen before it is done."""
+
+    trace_id: str
+    timestamp: str | None
+    trace: Trace | None = None  # None: skipped or incomplete
+    found: _Found | None = None
+    has_llm: bool = True
+    incomplete: list[str] | None = None
+
+
+class _Accounts:
+    """Requests to traces, accounted in the order their trace ids were first seen (or, with
+    ``split_runs``, in the order they ran): the result's lists and the run numbering do not
+    depend on the order the requests were completed in."""
+
+    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, paths: str) -> None:
+        self.result, self.index, self.opts, self.paths = result, index, opts, paths
+        self.pending: dict[int, _Outcome] = {}
+        self.next = 0
+        self.seen: dict[tuple[str, str], str] = {}
+        self.runs: Counter[tuple[str, str]] = Counter()
+        self.chunk_keys: set[str] = set()
+        self.written = 0
+
+    def outcome(self, req: Request) -> _Outcome:
+        out = _Outcome(req.trace_id, req.timestamp)
         if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
-            result.incomplete[req.trace_id] = req.incomplete
-            continue
+            out.incomplete = req.incomplete
+            return out
         if not req.is_request:
-            result.skipped.append(req.trace_id)
-            continue
+            return out
         for cand in req.candidates.values():
-            chunk_keys.update(map(str, cand.metadata))
-        trace, found = request_to_trace(req, index, opts)
+            self.chunk_keys.update(map(str, cand.metadata))
+        out.trace, out.found = request_to_trace(req, self.index, self.opts)
+        out.has_llm = req.has_llm
+        return out
+
+    def done(self, seq: int, req: Request) -> Iterator[Trace]:
+        """Take request number ``seq``; the traces every request up to the first one not done yet gives."""
+        self.pending[seq] = self.outcome(req)
+        if self.opts.split_runs:
+            return
+        while self.next in self.pending:
+            trace = self.account(self.pending.pop(self.next))
+            self.next += 1
+            if trace is not None:
+                yield trace
+
+    def finish(self) -> Iterator[Trace]:
+        """The rest (with ``split_runs``: everything, runs numbered in the order they ran)."""
+        outcomes = [self.pending[seq] for seq in sorted(self.pending)]
+        self.pending = {}
+        if self.opts.split_runs:
+            outcomes.sort(key=lambda o: o.timestamp or "")
+        for out in outcomes:
+            trace = self.account(out)
+            if trace is not None:
+                yield trace
+
+    def account(self, out: _Outcome) -> Trace | None:
+        result, opts = self.result, self.opts
+        if out.trace is None:
+            if out.incomplete:
+                result.incomplete[out.trace_id] = out.incomplete
+            else:
+                result.skipped.append(out.trace_id)
+            return None
+        trace, found = out.trace, out.found
         key = (trace.query_id, trace.pipeline)
-        if key in seen:
+        if key in self.seen:
             if not opts.split_runs:
-                where = (", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
-                         or "; ".join(read) or "the spans")
-                raise SpanError(f"{where}: requests {seen[key]} and {req.trace_id} both have query_id {key[0]!r} in "
-                                f"pipeline {key[1]!r}: two runs in one export? Split them with --split-runs "
-                                f"(Python: split_runs=True; the n-th run becomes pipeline '{key[1]}#n'), set "
-                                f"distinct query ids or pipelines (metadata '{opts.query_id_key}', 'pipeline'), "
-                                "or ingest the runs separately", field="query_id")
-            runs[key] += 1
-            trace = trace.replace(pipeline=f"{trace.pipeline}#{runs[key] + 1}")
+                where = self.paths or "; ".join(result.read) or "the spans"
+                raise SpanError(f"{where}: requests {self.seen[key]} and {out.trace_id} both have query_id "
+                                f"{key[0]!r} in pipeline {key[1]!r}: two runs in one export? Split them with "
+                                f"--split-runs (Python: split_runs=True; the n-th run becomes pipeline "
+                                f"'{key[1]}#n'), set distinct query ids or pipelines (metadata "
+                                f"'{opts.query_id_key}', 'pipeline'), or ingest the runs separately", field="query_id")
+            self.runs[key] += 1
+            trace = trace.replace(pipeline=f"{trace.pipeline}#{self.runs[key] + 1}")
         else:
-            seen[key] = req.trace_id
-        if not req.has_llm:
+            self.seen[key] = out.trace_id
+        if not out.has_llm:
             result.without_llm.append(trace.query_id)
-        if found.unlocated:
+        if found is not None and found.unlocated:
             result.unlocated.append(trace.query_id)
-        if found.partial:
+        if found is not None and found.partial:
             result.partial.append(trace.query_id)
-        traces.append(trace)
+        result.count(trace)
+        self.written += 1
+        return trace
+
+
+def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
+            warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, Iterable[Span]]]]], dict | None]:
+    """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
+    line): [trace ids]}`` when every source is an OTLP JSON Lines file (scanned first), else None."""
+    from .formats import detect, regular_file
+    from .grouping import is_json_lines, trace_last_lines
+
+    inputs: list[tuple[str, Iterator[tuple[int, Iterable[Span]]]]] = []
+    last: dict[str, tuple[int, int]] | None = {}
+    for i, source in enumerate(sources):
+        if not isinstance(source, (str, Path)):
+            inputs.append(("the spans", iter([(0, load_spans(source, read, warnings))])))
+            last = None
+            continue
+        real = stack.enter_context(regular_file(source))
+        found = detect(real)
+        reader = _path_reader(source, found)
+        if found.name == "otlp" and not real.is_dir() and is_json_lines(real):
+            from .otlp import read_otlp_batches
+
+            inputs.append((str(source), _counted(read_otlp_batches(real), source, found, read, warnings)))
+            if last is not None:
+                last.update((trace_id, (i, line)) for trace_id, line in trace_last_lines(real).items())
+        else:
+            inputs.append((str(source), _counted(iter([(0, reader(real))]), source, found, read, warnings)))
+            last = None
+    if last is None:
+        return inputs, None
+    closing: dict[tuple[int, int], list[str]] = {}
+    for trace_id, at in last.items():
+        closing.setdefault(at, []).append(trace_id)
+    return inputs, closing
+
+
+def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path, found: Any, read: list[str],
+             warnings: list[str]) -> Iterator[tuple[int, list[Span]]]:
+    """The batches as lists, and what the file held said (:func:`_read_note`) once they are all read."""
+    n = 0
+    for line, spans in batches:
+        spans = list(spans)
+        n += len(spans)
+        yield line, spans
+    _read_note(path, found, n, read, warnings)
+
+
+def _traces(sources: list[Any], index: LabelIndex, opts: IngestOptions, result: IngestResult) -> Iterator[Trace]:
+    """The traces of the spans, one request at a time (see :mod:`.grouping`), into ``result``."""
+    from .grouping import TraceGroups
+
+    accounts = _Accounts(result, index, opts, ", ".join(str(s) for s in sources if isinstance(s, (str, Path))))
+    conventions: Counter[str] = Counter()
+    n_spans = 0
+    with contextlib.ExitStack() as stack:
+        inputs, closing = _inputs(sources, stack, result.read, result.warnings)
+        groups = TraceGroups(closing)
+        for i, (name, batches) in enumerate(inputs):
+            for line, spans in batches:
+                read_as = []
+                for s in spans:
+                    if not s.kind:
+                        if "mlflow.spanType" in s.attributes:
+                            s = _mlflow_otel(s)
+                        if not s.kind:
+                            convention = _convention(s)
+                            if convention is not None:
+                                conventions[convention] += 1
+                    read_as.append(s)
+                n_spans += len(read_as)
+                for seq, trace_id, group in groups.add(i, line, read_as, name):
+                    yield from accounts.done(seq, read_request(trace_id, group))
+        for seq, trace_id, group in groups.finish():
+            yield from accounts.done(seq, read_request(trace_id, group))
+        yield from accounts.finish()
     result.unmatched_labels = index.unmatched()
-    result.chunk_metadata_keys = sorted(chunk_keys)
-    if all_spans and not traces and not result.incomplete:
-        found = _conventions(all_spans)
-        warnings.append(f"{len(all_spans)} span(s) read, but none in a convention this reads"
-                        + (f" (found {found})" if found else "")
-                        + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow Tracing, "
-                        "or export from Phoenix or MLflow")
-    return result
+    result.chunk_metadata_keys = sorted(accounts.chunk_keys)
+    if n_spans and not accounts.written and not result.incomplete:
+        found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
+        result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
+                               + (f" (found {found})" if found else "")
+                               + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow "
+                               "Tracing, or export from Phoenix or MLflow")

@@ -47,11 +47,11 @@ def _add_span_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingest_spans(args: argparse.Namespace) -> int:
-    from .build import ingest_spans
+    from .build import ingest_spans_to
 
-    result = ingest_spans(args.spans, labels=args.labels, pipeline=args.pipeline,
-                          recover_prompt=not args.no_recover_prompt, **_options(args))
-    n = result.write(args.out)
+    result = ingest_spans_to(args.out, args.spans, labels=args.labels, pipeline=args.pipeline,
+                             recover_prompt=not args.no_recover_prompt, **_options(args))
+    n = result.written or 0
     print(f"wrote {n} trace(s) to {args.out}", file=sys.stderr)
     print(result.summary(), file=sys.stderr)
     if n == 0:

@@ -52,11 +52,15 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]
     """``{N: {suffix: value}}`` for every key ``prefix.N.suffix``."""
     out: dict[int, dict[str, Any]] = {}
     dotted = prefix + "."
+    skip = len(dotted)
     for key, value in attrs.items():
         if key.startswith(dotted):
-            index, _, rest = key[len(dotted):].partition(".")
-            if index.isdigit() and rest:
-                out.setdefault(int(index), {})[rest] = value
+            index, _, rest = key[skip:].partition(".")
+            if rest and index.isdigit():
+                item = out.get(int(index))
+                if item is None:
+                    item = out[int(index)] = {}
+                item[rest] = value
     return out
 
 
@@ -69,6 +73,9 @@ def _output_ids(span: Span) -> list[str] | None:
         return None
     ids = [d.get("id") if isinstance(d, dict) else None for d in out]
     return [str(i) for i in ids] if all(isinstance(i, (str, int)) and i != "" for i in ids) else None
+
+
+_DOCUMENT_FIELDS = frozenset({"document.id", "document.score", "document.content", "document.metadata"})
 
 
 def documents(span: Span, prefix: str = "retrieval.documents") -> list[Document] | None:
@@ -84,9 +91,10 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[Document]
         meta = item.get("document.metadata")
         meta = json_or_none(meta) if not isinstance(meta, dict) else meta
         meta = dict(meta) if isinstance(meta, dict) else {}
-        for key, value in item.items():  # Phoenix flattens the object: document.metadata.<key>
-            if key.startswith("document.metadata."):
-                meta.setdefault(key[len("document.metadata."):], value)
+        if not _DOCUMENT_FIELDS.issuperset(item):
+            for key, value in item.items():  # Phoenix flattens the object: document.metadata.<key>
+                if key.startswith("document.metadata."):
+                    meta.setdefault(key[len("document.metadata."):], value)
         docs.append(Document(
             id=None if raw_id in (None, "") else str(raw_id),
             score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,

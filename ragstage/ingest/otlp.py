@@ -12,15 +12,16 @@ from __future__ import annotations
 import base64
 import binascii
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator
 
 import orjson
 
 from ..atomic import append_line
-from .spans import Span, SpanError
+from .spans import Span, SpanError, new_span
 
-__all__ = ["read_otlp_json", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
+__all__ = ["read_otlp_json", "read_otlp_batches", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
 
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
@@ -65,7 +66,7 @@ def _objects(value: Any, name: str) -> list[Mapping[str, Any]]:
     """A list of JSON objects (None reads as empty); anything else is a :class:`SpanError`."""
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+    if not isinstance(value, list) or not all(type(v) is dict or isinstance(v, Mapping) for v in value):
         raise SpanError(f"expected a list of objects, got {value!r:.60}", field=name)
     return value
 
@@ -96,7 +97,7 @@ def _any_value(value: Any) -> Any:
     return None
 
 
-def _key_values(items: Any, name: str) -> dict[str, Any]:
+def _checked_key_values(items: Any, name: str) -> dict[str, Any]:
     out = {}
     for kv in _objects(items, name):
         key = kv.get("key")
@@ -106,16 +107,58 @@ def _key_values(items: Any, name: str) -> dict[str, Any]:
     return out
 
 
+class _Unusual(Exception):
+    """An attribute the fast decoder leaves to the checked one (which decodes it or names the fault)."""
+
+
+_KEEP = object()
+# value kind -> its converter (_KEEP: the value as is); any other kind goes to the checked decoder
+_PLAIN: dict[str, Any] = {"stringValue": _KEEP, "string_value": _KEEP, "bytesValue": _KEEP, "bytes_value": _KEEP,
+                          "doubleValue": float, "double_value": float, "intValue": int, "int_value": int,
+                          "boolValue": bool, "bool_value": bool}
+
+
+def _plain_key_values(items: list[Any]) -> dict[str, Any]:
+    """The common case, decoded fast: every item ``{"key": str, "value": {"<scalar kind>": v}}``."""
+    out = {}
+    plain = _PLAIN
+    for kv in items:
+        key = kv["key"]
+        value = kv["value"]
+        if type(key) is not str or type(value) is not dict or len(value) != 1:
+            raise _Unusual
+        for kind, v in value.items():
+            convert = plain.get(kind)
+            if convert is None or v is None:
+                raise _Unusual
+            out[key] = v if convert is _KEEP else convert(v)
+    return out
+
+
+def _key_values(items: Any, name: str) -> dict[str, Any]:
+    """``{key: decoded value}`` of an OTLP ``KeyValue`` list; faults are :class:`SpanError` naming ``name``.
+
+    Most attribute lists hold only scalar values and are decoded on a fast path; anything else
+    (nested values, a fault) is decoded again by the checked path, whose result and messages
+    are the reference: the fast path gives the same dictionary or defers."""
+    if type(items) is list:
+        try:
+            return _plain_key_values(items)
+        except (_Unusual, KeyError, TypeError, ValueError):
+            pass
+    return _checked_key_values(items, name)
+
+
 def _is_error(status: Any) -> bool:
     """A status code of ERROR, as the number 2 or as the enum's name (``STATUS_CODE_ERROR``, ``ERROR``)."""
-    if not isinstance(status, Mapping):
+    if type(status) is not dict and not isinstance(status, Mapping):
         raise SpanError(f"a status must be an object like {{\"code\": 2}}, got {status!r:.40}", field="status")
     code = status.get("code")
     return code == 2 or (isinstance(code, str) and code.upper() in ("STATUS_CODE_ERROR", "ERROR", "2"))
 
 
 def _span(raw: Any) -> Span:
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise SpanError(f"a span must be an object, got {type(raw).__name__}", field="spans")
     try:
         attributes = _key_values(raw.get("attributes"), "attributes")
@@ -136,16 +179,9 @@ def _span(raw: Any) -> Span:
         start, end = int(_get(raw, "startTimeUnixNano") or 0), int(_get(raw, "endTimeUnixNano") or 0)
     except (TypeError, ValueError):
         raise SpanError("span times must be integers (Unix nanoseconds)", field="startTimeUnixNano") from None
-    return Span(
-        trace_id=hex_id(_get(raw, "traceId"), 32, "traceId"),
-        span_id=hex_id(_get(raw, "spanId"), 16, "spanId"),
-        parent_id=hex_id(parent, 16, "parentSpanId") if parent else None,
-        name=str(raw.get("name") or ""),
-        start_ns=start,
-        end_ns=end,
-        attributes=attributes,
-        error=error,
-    )
+    return new_span(hex_id(_get(raw, "traceId"), 32, "traceId"), hex_id(_get(raw, "spanId"), 16, "spanId"),
+                    hex_id(parent, 16, "parentSpanId") if parent else None, str(raw.get("name") or ""),
+                    start, end, attributes, error)
 
 
 def spans_from_request(obj: Any) -> Iterator[Span]:
@@ -163,10 +199,16 @@ def read_otlp_json(path: str | Path) -> Iterator[Span]:
     """Stream the spans of an OTLP JSON Lines file (``.gz`` too); errors name file, line, field.
 
     A file holding one pretty-printed OTLP object (as a download is) is read too."""
+    for _, spans in read_otlp_batches(path):
+        yield from spans
+
+
+def read_otlp_batches(path: str | Path) -> Iterator[tuple[int, list[Span]]]:
+    """``(line, spans)`` for each line of an OTLP JSON Lines file, one export batch at a time
+    (for a single document: ``(item, spans)`` of each top-level item)."""
     from .formats import read_json_values
 
-    for _, spans in read_json_values(path, lambda obj: list(spans_from_request(obj))):
-        yield from spans
+    return read_json_values(path, lambda obj: list(spans_from_request(obj)))
 
 
 def _encode_value(value: Any) -> dict[str, Any]:

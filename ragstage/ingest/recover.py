@@ -33,34 +33,18 @@ class Recovery(NamedTuple):
     truncated: tuple[str, ...]
 
 
-def _longest_present(text: str, haystack: str, from_end: bool) -> int:
-    """Length of the longest prefix (or suffix) of ``text`` found in ``haystack``.
-
-    Containment is monotone in the length (a shorter prefix of a present prefix is present),
-    so a binary search needs O(log n) substring tests.
-    """
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        piece = text[-mid:] if from_end else text[:mid]
-        if piece in haystack:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
-                       min_fragment: int = MIN_FRAGMENT) -> Recovery:
+                       min_fragment: int = MIN_FRAGMENT, *, normalised: bool = False) -> Recovery:
     """Which candidates (``id -> content``) appear whole in the prompt, and which only in part.
 
     ``prompt`` is the text sent to the model (or several texts, for a synthesis that spread the
     context over several calls). A candidate with empty content can be neither. Before the
     partial test, the places where whole candidates sit are masked out, so a chunk whose
     overlap with its neighbour shows up inside that neighbour is not taken for a cut chunk.
+    ``normalised=True`` says the contents are already :func:`normalise`'d (the ingest has them so).
     """
     text = normalise(prompt if isinstance(prompt, str) else "\n".join(prompt))
-    norm = {cid: normalise(c) for cid, c in contents.items()}
+    norm = contents if normalised else {cid: normalise(c) for cid, c in contents.items()}
     whole = [cid for cid, c in norm.items() if c and c in text]
     masked = text
     for cid in sorted(whole, key=lambda i: -len(norm[i])):  # longest first: no mask splits another
@@ -70,7 +54,7 @@ def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
         if not c or cid in whole:
             continue
         need = min(min_fragment, max(1, len(c) // 2))
-        if (_longest_present(c, masked, from_end=False) >= need
-                or _longest_present(c, masked, from_end=True) >= need):
+        # a prefix (suffix) at least ``need`` long is present iff the one ``need`` long is
+        if c[:need] in masked or c[-need:] in masked:
             truncated.append(cid)
     return Recovery(tuple(whole), tuple(truncated))

@@ -45,10 +45,19 @@ _QUERY_KEYS = ("query", "question", "input", "user_input", "query_str")
 
 @dataclass
 class Candidate:
-    """A document seen in the request: its content and metadata (first non-empty kept)."""
+    """A document seen in the request: its content and metadata (first non-empty kept).
+
+    ``normalised`` is the content :func:`~.recover.normalise`'d, once it has been needed
+    (an id made from the text, prompt recovery): each passage is normalised once."""
 
     content: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    normalised: str | None = field(default=None, repr=False, compare=False)
+
+    def normalised_content(self) -> str:
+        if self.normalised is None:
+            self.normalised = normalise(self.content)
+        return self.normalised
 
 
 @dataclass
@@ -92,11 +101,11 @@ def group_requests(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 def content_id(content: str) -> str:
     """A stable id for a passage that came without one: a digest of its normalised text."""
-    return "h:" + hashlib.sha1(normalise(content).encode("utf-8")).hexdigest()[:12]
+    return _id_of_normalised(normalise(content))
 
 
-def _doc_id(doc: oi.Document) -> str:
-    return doc.id if doc.id is not None else content_id(doc.content)
+def _id_of_normalised(text: str) -> str:
+    return "h:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _iso(ns: int) -> str | None:
@@ -319,13 +328,23 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         docs[s.span_id] = oi.documents(s, "reranker.output_documents")
         docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents")
     for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
-        docs[key] = listing = None if listing is None else [d._replace(id=_doc_id(d)) for d in listing]
-        for d in listing or ():
-            cand = req.candidates.setdefault(d.id, Candidate())
+        if listing is None:
+            continue
+        named = []
+        for d in listing:
+            norm = None
+            if d.id is None:
+                norm = normalise(d.content)
+                d = oi.Document(_id_of_normalised(norm), d.score, d.content, d.metadata)
+            named.append(d)
+            cand = req.candidates.get(d.id)
+            if cand is None:
+                cand = req.candidates[d.id] = Candidate()
             if not cand.content and d.content:
-                cand.content = d.content
+                cand.content, cand.normalised = d.content, norm
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
+        docs[key] = named
     stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, docs)
     stages += [(s, [(d.id, d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
     for s in ordered:
@@ -381,6 +400,9 @@ def requests_from_spans(spans: Iterable[Span], query_key: str = "query") -> Iter
         yield read_request(trace_id, group, query_key)
 
 
-def candidate_contents(req: Request) -> Mapping[str, str]:
-    """``id -> content`` of every candidate with content (what prompt recovery searches for)."""
+def candidate_contents(req: Request, normalised: bool = False) -> Mapping[str, str]:
+    """``id -> content`` of every candidate with content (what prompt recovery searches for);
+    ``normalised=True``: each content :func:`~.recover.normalise`'d."""
+    if normalised:
+        return {cid: c.normalised_content() for cid, c in req.candidates.items() if c.content}
     return {cid: c.content for cid, c in req.candidates.items() if c.content}
