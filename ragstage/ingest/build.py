@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..fields import ranked_entries
 from ..trace import Trace, write_traces
 from .gold import ChunkKeys, Label, LabelIndex, gold_ids, iter_labels, locatable, locate, span_coverage
 from .recover import MIN_FRAGMENT, normalise, recover_prompt_ids
@@ -286,18 +287,13 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
 
 
 def _ranked(entries: list[tuple[str, float | None]], sections: list[str | None]) -> list[Any]:
-    """Entries with whatever score and section the spans gave (a section without a score is kept)."""
-    if any(score is not None for _, score in entries) or any(s is not None for s in sections):
-        out: list[dict[str, Any]] = []
-        for (cid, score), section in zip(entries, sections):
-            entry: dict[str, Any] = {"id": cid}
-            if score is not None:
-                entry["score"] = score
-            if section is not None:
-                entry["section"] = section
-            out.append(entry)
-        return out
-    return [cid for cid, _ in entries]
+    """Entries with whatever score and section the spans gave (a section without a score is kept);
+    plain ids when the spans gave neither."""
+    ids = [cid for cid, _ in entries]
+    scores = [score for _, score in entries]
+    if all(score is None for score in scores) and all(s is None for s in sections):
+        return ids
+    return ranked_entries(ids, scores, sections, "retrieved")
 
 
 def _section(req: Request, cid: str, keys: tuple[str, ...]) -> str | None:
