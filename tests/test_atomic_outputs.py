@@ -48,7 +48,7 @@ def test_failed_convert_keeps_the_old_target(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["new.jsonl", "new.parquet"])
 def test_failed_convert_leaves_no_target(tmp_path, name):
-    """A failed .parquet target used to be a valid 0-row file that `attribute` read with exit 0."""
+    """A failed .parquet target must not leave a valid 0-row file that `attribute` would read with exit 0."""
     run = _cli("convert", _bad_file(tmp_path), tmp_path / name)
     assert run.returncode == 2
     assert not (tmp_path / name).exists()
