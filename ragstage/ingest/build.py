@@ -123,25 +123,12 @@ class IngestResult:
     read: list[str] = field(default_factory=list)  # "<source>: <format>, N spans" per input
     warnings: list[str] = field(default_factory=list)  # whatever else a user must know
     written: int | None = None  # traces written straight to a file (ingest_spans_to), not kept in `traces`
-    _counts: _TraceCounts | None = field(default=None, repr=False, compare=False)
+    # every trace ingest produced, counted as it went by (the traces themselves may go to a file)
+    counts: _TraceCounts = field(default_factory=_TraceCounts, repr=False, compare=False)
 
     def write(self, path: str | Path) -> int:
         """Write the traces as JSON Lines; returns the count."""
         return write_traces(path, self.traces)
-
-    def count(self, trace: Trace) -> None:
-        """Count a trace for :meth:`summary` (the traces themselves may go to a file instead)."""
-        if self._counts is None:
-            self._counts = _TraceCounts()
-        self._counts.add(trace)
-
-    def _summary_counts(self) -> _TraceCounts:
-        if self._counts is not None:
-            return self._counts
-        counts = _TraceCounts()
-        for trace in self.traces:
-            counts.add(trace)
-        return counts
 
     @property
     def loud(self) -> bool:
@@ -151,7 +138,7 @@ class IngestResult:
 
     def summary(self) -> str:
         """One paragraph for a terminal: counts and what was left unmatched."""
-        counts = self._summary_counts()
+        counts = self.counts
         lines = [f"read {r}" for r in self.read] + [f"{counts.n} trace(s)"]
         lines.append("prompt ids: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.by_source.items())))
         partial = set(self.partial)
@@ -523,7 +510,6 @@ class _Accounts:
         self.seen: dict[tuple[str, str], str] = {}
         self.runs: Counter[tuple[str, str]] = Counter()
         self.chunk_keys: set[str] = set()
-        self.written = 0
 
     def outcome(self, req: Request) -> _Outcome:
         out = _Outcome(req.trace_id, req.timestamp)
@@ -588,8 +574,7 @@ class _Accounts:
             result.unlocated.append(trace.query_id)
         if found is not None and found.partial:
             result.partial.append(trace.query_id)
-        result.count(trace)
-        self.written += 1
+        result.counts.add(trace)
         return trace
 
 
@@ -668,7 +653,7 @@ def _traces(sources: list[Any], index: LabelIndex, opts: IngestOptions, result: 
         yield from accounts.finish()
     result.unmatched_labels = index.unmatched()
     result.chunk_metadata_keys = sorted(accounts.chunk_keys)
-    if n_spans and not accounts.written and not result.incomplete:
+    if n_spans and not result.counts.n and not result.incomplete:
         found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
         result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
                                + (f" (found {found})" if found else "")
