@@ -72,6 +72,10 @@ def _objects(value: Any, name: str) -> list[Mapping[str, Any]]:
 
 
 _VALUE_KINDS = ("stringValue", "boolValue", "intValue", "doubleValue", "arrayValue", "kvlistValue", "bytesValue")
+_KEEP = object()
+# each scalar value kind -> its converter (_KEEP: the value as is)
+_SCALARS: dict[str, Any] = {"stringValue": _KEEP, "bytesValue": _KEEP, "boolValue": bool, "intValue": int,
+                            "doubleValue": float}
 
 
 def _any_value(value: Any) -> Any:
@@ -83,14 +87,9 @@ def _any_value(value: Any) -> Any:
         v = _get(value, kind)
         if v is None:
             continue
-        if kind == "stringValue" or kind == "bytesValue":
-            return v
-        if kind == "boolValue":
-            return bool(v)
-        if kind == "intValue":
-            return int(v)
-        if kind == "doubleValue":
-            return float(v)
+        convert = _SCALARS.get(kind)
+        if convert is not None:
+            return v if convert is _KEEP else convert(v)
         if kind == "arrayValue":
             return [_any_value(x) for x in _objects(v.get("values") if isinstance(v, Mapping) else v, "arrayValue")]
         return _key_values(v.get("values") if isinstance(v, Mapping) else v, "kvlistValue")
@@ -111,11 +110,8 @@ class _Unusual(Exception):
     """An attribute the fast decoder leaves to the checked one (which decodes it or names the fault)."""
 
 
-_KEEP = object()
-# value kind -> its converter (_KEEP: the value as is); any other kind goes to the checked decoder
-_PLAIN: dict[str, Any] = {"stringValue": _KEEP, "string_value": _KEEP, "bytesValue": _KEEP, "bytes_value": _KEEP,
-                          "doubleValue": float, "double_value": float, "intValue": int, "int_value": int,
-                          "boolValue": bool, "bool_value": bool}
+# the scalar kinds in either key style; any other kind goes to the checked decoder
+_PLAIN: dict[str, Any] = {**_SCALARS, **{_SNAKE[kind]: convert for kind, convert in _SCALARS.items()}}
 
 
 def _plain_key_values(items: list[Any]) -> dict[str, Any]:
