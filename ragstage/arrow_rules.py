@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from .attribution import FLAG_BITS, FLAG_COMBINATIONS, FLAG_RULES, RULES, TEXT_TESTS, Test
 from .fields import FIELDS
-from .tally import _LONGEST_BYTEWISE, key_digest, key_digests
+from .tally import key_digests
 
 __all__ = ["COLUMN_TESTS", "outcomes", "count_batch"]
 
@@ -277,9 +277,6 @@ def _digests(query_ids: pa.Array, pipelines: pa.Array | None, n: int) -> np.ndar
                                           np.full(n, len(default), np.int64))]
     else:
         parts = [_text_bytes(query_ids), _text_bytes(pipelines)]
-    if n and max(int(lengths.max()) for _, _, lengths in parts) > _LONGEST_BYTEWISE:
-        keys = pipelines.to_pylist() if pipelines is not None else repeat(FIELDS["pipeline"].default)
-        return np.fromiter(map(key_digest, query_ids.to_pylist(), keys), np.int64, count=n)
     return key_digests(parts)
 
 

@@ -36,12 +36,15 @@ def key_digest(query_id: str, pipeline: str) -> int:
     and buys nothing here: an equal digest is only a suspicion, confirmed or dismissed on the
     keys themselves by :func:`find_duplicate`.
     """
-    key = f"{query_id}\x00{pipeline}".encode()
+    return _digest(f"{query_id}\x00{pipeline}".encode())
+
+
+def _digest(key: bytes) -> int:
     return (crc32(key) << 32 | adler32(key)) - (1 << 63)
 
 
-#: Keys longer than this are digested one at a time by :func:`key_digest` (the byte-column loop
-#: of :func:`key_digests` runs once per byte position of the longest key).
+#: Keys with a part longer than this are digested one at a time by zlib (the byte-column loop
+#: of :func:`key_digests` runs once per byte position of the longest key it takes).
 _LONGEST_BYTEWISE = 256
 
 
@@ -51,11 +54,15 @@ def key_digests(parts: list[tuple[Any, Any, Any]]) -> Any:
     Each part is a column of UTF-8 text given as numpy arrays ``(data, starts, lengths)`` (the
     bytes, and where each row's text starts in them and how long it is); a key is its parts
     joined by a zero byte, as in :func:`key_digest`. CRC-32 and Adler-32 are run down all the keys
-    together, one byte position at a time.
+    together, one byte position at a time; the rare key with a part longer than
+    ``_LONGEST_BYTEWISE`` bytes is digested on its own.
     """
     import numpy as np
 
     n = len(parts[0][1])
+    long = np.zeros(n, bool)
+    for _, _, lengths in parts:
+        long |= lengths > _LONGEST_BYTEWISE
     crc = np.full(n, 0xFFFFFFFF, np.uint32)
     a, b = np.ones(n, np.int64), np.zeros(n, np.int64)
     table = _crc_table()
@@ -69,12 +76,17 @@ def key_digests(parts: list[tuple[Any, Any, Any]]) -> Any:
     for i, (data, starts, lengths) in enumerate(parts):
         if i:
             feed(slice(None), np.uint32(0))
-        for position in range(int(lengths.max()) if n else 0):
-            rows = np.flatnonzero(lengths > position)
+        short = np.where(long, 0, lengths)
+        for position in range(int(short.max()) if n else 0):
+            rows = np.flatnonzero(short > position)
             feed(rows, data[starts[rows] + position].astype(np.uint32))
     crc ^= np.uint32(0xFFFFFFFF)
     digests = (crc.astype(np.uint64) << np.uint64(32)) | (b << 16 | a).astype(np.uint64)
-    return (digests ^ np.uint64(1 << 63)).view(np.int64)
+    digests = (digests ^ np.uint64(1 << 63)).view(np.int64)
+    for row in np.flatnonzero(long):
+        digests[row] = _digest(b"\x00".join(data[start:start + length].tobytes() for data, start, length in
+                                             ((d, int(st[row]), int(ln[row])) for d, st, ln in parts)))
+    return digests
 
 
 def _crc_table() -> Any:

@@ -84,7 +84,8 @@ def test_a_counted_batch_equals_the_walks_tally_and_digests(traces, by, require)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.text(max_size=12), st.text(max_size=6)), max_size=30))
+@given(st.lists(st.tuples(st.text(max_size=12) | st.text(min_size=250, max_size=300), st.text(max_size=6)),
+                max_size=30))
 def test_key_digests_of_byte_columns_are_the_digests_of_each_key(keys):
     def column(texts):
         data = [t.encode() for t in texts]
