@@ -47,7 +47,7 @@ def _add_span_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingest_spans(args: argparse.Namespace) -> int:
-    from .build import ingest_spans_to
+    from .flow import ingest_spans_to
 
     result = ingest_spans_to(args.out, args.spans, labels=args.labels, pipeline=args.pipeline,
                              recover_prompt=not args.no_recover_prompt, **_options(args))
