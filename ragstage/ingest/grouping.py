@@ -17,7 +17,8 @@ order their trace id was first seen, whatever order they were completed in.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -28,7 +29,10 @@ from .spans import Span, SpanError
 
 __all__ = ["trace_lines", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
 
-_KEYS = (b'"traceId"', b'"trace_id"')
+# ``"traceId": "<value>"`` or ``"trace_id": "<value>"``. Inside a JSON string every quote is
+# escaped, so a quoted key followed by a colon is an object key; a ``traceId`` of a span link
+# is found too (it only keeps a trace longer). ``\s`` is the whitespace ``bytes.strip`` removes.
+_TRACE_ID = re.compile(rb'"trace(?:Id|_id)"\s*:\s*"([^"]*)"')
 
 
 def is_json_lines(path: str | Path) -> bool:
@@ -45,40 +49,6 @@ def is_json_lines(path: str | Path) -> bool:
     except (orjson.JSONDecodeError, OSError, EOFError):
         return False
     return False
-
-
-def _ids_in(data: bytes, key: bytes, line_of: Callable[[int], int]) -> Iterator[tuple[bytes, int]]:
-    """``(raw trace id, line)`` for every ``"<key>": "..."`` in ``data``, in file order.
-
-    Inside a JSON string every quote is escaped, so a quoted key followed by a colon is an
-    object key; a ``traceId`` of a span link is found too (it only keeps a trace longer)."""
-    at = data.find(key)
-    while at >= 0:
-        end = at + len(key)
-        quote = data.find(b'"', end)
-        if quote < 0:
-            return
-        if data[end:quote].strip() == b":":
-            close = data.find(b'"', quote + 1)
-            if close < 0:
-                return
-            yield data[quote + 1:close], line_of(at)
-            at = data.find(key, close)
-        else:
-            at = data.find(key, end)
-
-
-def _line_counter(data: bytes, first: int = 1) -> Callable[[int], int]:
-    """``offset -> line number`` for increasing offsets (lines counted from ``first``)."""
-    state = {"line": first, "next": data.find(b"\n")}
-
-    def line_of(offset: int) -> int:
-        while 0 <= state["next"] < offset:
-            state["line"] += 1
-            state["next"] = data.find(b"\n", state["next"] + 1)
-        return state["line"]
-
-    return line_of
 
 
 def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
@@ -105,14 +75,19 @@ def trace_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, tuple[
     reports it, naming its line)."""
     p = Path(path)
     seen: dict[bytes, tuple[int, int]] = {}
-    first_line = 1
+    lineno = 0
+    find = _TRACE_ID.findall
     with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as handle:
         for block in _blocks(handle, block_size):
-            for key in _KEYS:
-                for raw, lineno in _ids_in(block, key, _line_counter(block, first_line)):
-                    lines = seen.get(raw)
-                    seen[raw] = (lineno, lineno) if lines is None else (min(lines[0], lineno), max(lines[1], lineno))
-            first_line += block.count(b"\n")
+            start, size = 0, len(block)
+            while start < size:  # one line at a time, found in place: no copy of the block
+                end = block.find(b"\n", start)
+                end = size if end < 0 else end
+                lineno += 1
+                for raw in set(find(block, start, end)):
+                    known = seen.get(raw)
+                    seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
+                start = end + 1
     out: dict[str, tuple[int, int]] = {}
     for raw, (first, last) in seen.items():
         try:
