@@ -17,8 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstage.ingest import SpanError, ingest_spans, ingest_spans_to, read_otlp_json
-from ragstage.ingest import flow
+from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
 from ragstage.ingest.grouping import line_offsets, safe_cuts, trace_lines
 from ragstage.trace import read_traces
 
@@ -224,16 +223,18 @@ def test_a_file_read_in_parts_gives_what_one_process_gives(tmp_path, monkeypatch
     assert parts == one
 
 
-def _one_trace_a_line(path, n, bad_line=None):
-    """``n`` requests, each on two lines of its own (retriever, then LLM), in camelCase OTLP."""
+def _one_trace_a_line(path, n, bad_line=None, repeat=7, padding=""):
+    """``n`` requests, each on two lines of its own (retriever, then LLM), in camelCase OTLP;
+    query ids repeat every ``repeat`` requests."""
     out = []
     for r in range(n):
         trace = f"{r + 1:032x}"
+        passage = f"passage {r} {padding}"
         retriever = (trace, f"{2 * r + 1:016x}", None, "retriever", r, {
-            "openinference.span.kind": "RETRIEVER", "metadata": orjson.dumps({"query_id": f"q{r % 7}"}).decode(),
-            "retrieval.documents.0.document.content": f"passage {r}"})
+            "openinference.span.kind": "RETRIEVER", "metadata": orjson.dumps({"query_id": f"q{r % repeat}"}).decode(),
+            "retrieval.documents.0.document.content": passage})
         llm = (trace, f"{2 * r + 2:016x}", f"{2 * r + 1:016x}", "llm", r + 1, {
-            "openinference.span.kind": "LLM", "llm.input_messages.0.message.content": f"passage {r}",
+            "openinference.span.kind": "LLM", "llm.input_messages.0.message.content": passage,
             "llm.output_messages.0.message.content": "an answer"})
         out += [[retriever], [llm]]
     with open(path, "wb") as handle:
@@ -248,7 +249,8 @@ def test_the_plan_cuts_between_traces_and_errors_keep_the_file_line(tmp_path, mo
     _one_trace_a_line(path, 7)
     plan = flow._plan([str(path)], flow.IngestOptions(), 2)
     assert plan is not None and len(plan.parts) == 2 and plan.parts[1][2] % 2 == 1  # a part starts at a retriever line
-    assert _ingest_or_error(tmp_path / "a.jsonl", path, None, 2) == _ingest_or_error(tmp_path / "b.jsonl", path, None, 1)
+    parts = _ingest_or_error(tmp_path / "a.jsonl", path, None, 2)
+    assert parts == _ingest_or_error(tmp_path / "b.jsonl", path, None, 1)
     _one_trace_a_line(path, 7, bad_line=12)  # in the second part
     message, _ = _ingest_or_error(tmp_path / "c.jsonl", path, None, 2)
     assert message == _ingest_or_error(tmp_path / "d.jsonl", path, None, 1)[0] and "line 12:" in message
@@ -273,6 +275,21 @@ def test_a_part_that_meets_a_trace_the_scan_missed_hands_the_file_to_one_process
     with pytest.raises(SpanError, match="trace-id scan") as err:
         ingest_spans_to(tmp_path / "t.jsonl", str(path), workers=2)
     assert err.value.line == 2
+
+
+def test_the_command_reads_a_large_file_in_parts_with_the_same_output(tmp_path):
+    """``--workers 2`` on a file over MIN_SPLIT_BYTES, through the command line, against ``--workers 1``."""
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 2_600, repeat=10 ** 9, padding=" ".join(WORDS) * 40)
+    assert path.stat().st_size > flow.MIN_SPLIT_BYTES
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"traces{workers}.jsonl"
+        run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(path), "--out", str(out),
+                              "--workers", workers], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        outputs.append((out.read_bytes(), run.stderr.replace(str(out), "OUT")))
+    assert outputs[0] == outputs[1] and "wrote 2600 trace(s)" in outputs[0][1]
 
 
 def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):
