@@ -42,6 +42,15 @@ class TraceError(ValueError):
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # an error raised in a worker process reaches the caller whole (path, line, field, unit)
+        return _rebuild_error, (type(self), self.detail, self.path, self.line, self.field, self.unit)
+
+
+def _rebuild_error(cls: type[TraceError], detail: str, path: str | None, line: int | None, field: str | None,
+                   unit: str) -> TraceError:
+    return cls(detail, path=path, line=line, field=field, unit=unit)
+
 
 def _fail(msg: str, name: str) -> TraceError:
     return TraceError(msg, field=name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
@@ -31,6 +32,8 @@ __all__ = [
     "read_json_lines",
     "read_records",
     "read_traces",
+    "trace_line",
+    "trace_output",
     "write_traces",
 ]
 
@@ -150,16 +153,16 @@ def is_blank(line: str | bytes) -> bool:
     return not line.strip(JSON_SPACE if isinstance(line, bytes) else JSON_SPACE.decode())
 
 
-def iter_json_lines(lines: Iterable[str | bytes],
-                    fail: Callable[[str, int], Exception]) -> Iterator[tuple[int, Any]]:
+def iter_json_lines(lines: Iterable[str | bytes], fail: Callable[[str, int], Exception],
+                    first_line: int = 1) -> Iterator[tuple[int, Any]]:
     """``(line number, decoded value)`` for every non-blank line of a JSON Lines stream.
 
     Shared by every JSONL reader in the project (traces here, BEIR files in the pipeline) so
-    that they skip blank lines and number lines the same way. ``fail(message, line)`` builds
-    the reader's own error for a line that is not valid JSON (invalid UTF-8 included, when
-    the lines are bytes).
+    that they skip blank lines and number lines the same way (from ``first_line``: a part of a
+    file keeps the file's numbers). ``fail(message, line)`` builds the reader's own error for a
+    line that is not valid JSON (invalid UTF-8 included, when the lines are bytes).
     """
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, line in enumerate(lines, start=first_line):
         if is_blank(line):
             continue
         try:
@@ -168,19 +171,30 @@ def iter_json_lines(lines: Iterable[str | bytes],
             raise fail(f"invalid JSON ({exc})", lineno) from None
 
 
-def _byte_lines(handle: IO[bytes], fail: Callable[[str, int], Exception]) -> Iterator[bytes]:
-    """The lines of a binary stream, each at most :data:`MAX_LINE_BYTES` long."""
-    lineno = 0
-    while line := handle.readline(MAX_LINE_BYTES + 1):
+def _byte_lines(handle: IO[bytes], fail: Callable[[str, int], Exception], first_line: int = 1,
+                stop: int | None = None) -> Iterator[bytes]:
+    """The lines of a binary stream, each at most :data:`MAX_LINE_BYTES` long; with ``stop``,
+    the lines that start before that many bytes in (the handle is at a line start)."""
+    lineno = first_line - 1
+    left = -1 if stop is None else stop - handle.tell()
+    while left and (line := handle.readline(MAX_LINE_BYTES + 1)):
         lineno += 1
         if len(line) > MAX_LINE_BYTES:
             raise fail(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", lineno)
+        if left > 0:
+            left = max(left - len(line), 0)
         yield line
 
 
-def read_json_lines(path: str | Path, parse: Callable[[Any], T],
-                    error: type[TraceError] = TraceError) -> Iterator[tuple[int, T]]:
-    """``(line number, parse(value))`` for every non-blank line of a JSON Lines file (``.gz`` too).
+#: A part of a plain file: ``(first byte, end byte, number of its first line)``; the first byte
+#: starts a line, and the part holds the lines that start before the end byte.
+FilePart = tuple[int, int, int]
+
+
+def read_json_lines(path: str | Path, parse: Callable[[Any], T], error: type[TraceError] = TraceError,
+                    part: FilePart | None = None) -> Iterator[tuple[int, T]]:
+    """``(line number, parse(value))`` for every non-blank line of a JSON Lines file (``.gz`` too),
+    or of one ``part`` of a plain file (its lines numbered as in the whole file).
 
     The one file loop of the project's JSON Lines readers (traces, span exports, labels):
     a file that cannot be opened or read, a line that is not JSON, and an ``error`` that
@@ -193,14 +207,17 @@ def read_json_lines(path: str | Path, parse: Callable[[Any], T],
         handle: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
     except OSError as exc:
         raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
+    start, stop, first_line = part if part is not None else (0, None, 1)
     with handle:
-        lineno = 0
+        lineno = first_line - 1
 
         def fail(msg: str, n: int) -> TraceError:
             return error(msg, path=str(path), line=n)
 
         try:
-            for lineno, raw in iter_json_lines(_byte_lines(handle, fail), fail):
+            if start:
+                handle.seek(start)
+            for lineno, raw in iter_json_lines(_byte_lines(handle, fail, first_line, stop), fail, first_line):
                 try:
                     value = parse(raw)
                 except error as exc:
@@ -231,19 +248,33 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
         yield Trace._from_clean(rec)
 
 
-def write_traces(path: str | Path, traces: Iterable[Trace], inputs: Iterable[str | Path] = ()) -> int:
-    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count.
+def trace_line(trace: Trace) -> bytes:
+    """One trace as a line of a trace file (its on-disk form, newline included)."""
+    return orjson.dumps(trace.to_dict()) + b"\n"
 
-    The file appears whole or not at all (:func:`ragstage.atomic.atomic_output`): a bad trace
-    met on the way, or a killed process, leaves an existing ``path`` as it was. ``inputs``
-    are files the traces are read from, refused as ``path``.
-    """
-    n = 0
+
+@contextmanager
+def trace_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Iterator[IO[bytes]]:
+    """A binary stream onto a trace file (gzip when the name ends in ``.gz``) that appears whole
+    when the block ends, or not at all (:func:`ragstage.atomic.atomic_output`): an error in the
+    block, or a killed process, leaves an existing ``path`` as it was. ``inputs`` are files
+    the traces are read from, refused as ``path``."""
     with atomic_output(path, inputs) as tmp, open(tmp, "wb") as raw:
         out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
             path).suffix == ".gz" else raw
         with out:
-            for trace in traces:
-                out.write(orjson.dumps(trace.to_dict()) + b"\n")
-                n += 1
+            yield out
+
+
+def write_traces(path: str | Path, traces: Iterable[Trace], inputs: Iterable[str | Path] = ()) -> int:
+    """Write traces as JSON Lines (gzip when the name ends in ``.gz``); returns the count.
+
+    The file appears whole or not at all (:func:`trace_output`): a bad trace met on the way,
+    or a killed process, leaves an existing ``path`` as it was.
+    """
+    n = 0
+    with trace_output(path, inputs) as out:
+        for trace in traces:
+            out.write(trace_line(trace))
+            n += 1
     return n

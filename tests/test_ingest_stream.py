@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstage.ingest import SpanError, ingest_spans, ingest_spans_to, read_otlp_json
-from ragstage.ingest.grouping import trace_last_lines
+from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
+from ragstage.ingest.grouping import line_offsets, safe_cuts, trace_lines
 from ragstage.trace import read_traces
 
 WORDS = "leave budget travel hotel weeks approval laptop security remote staff policy receipt".split()
@@ -46,8 +46,9 @@ def _otlp_span(span, snake):
 
 
 @st.composite
-def exports(draw):
-    """``(lines of spans, labels)``: each line a list of span tuples."""
+def exports(draw, shuffle=True):
+    """``(lines of spans, labels)``: each line a list of span tuples (shuffled over the lines,
+    or in request order, so that a file can be cut between requests)."""
     passages = [" ".join(draw(st.lists(st.sampled_from(WORDS), min_size=8, max_size=14))) + f" p{i}"
                 for i in range(12)]
     spans, labels = [], []
@@ -86,7 +87,7 @@ def exports(draw):
         if draw(st.booleans()):
             labels.append({"query_id": qid, "gold_spans": [{"id": f"doc{gold // 3}", "start": (gold % 3) * 200 + 2,
                                                             "end": (gold % 3) * 200 + 20}]})
-    order = draw(st.permutations(range(len(spans))))
+    order = draw(st.permutations(range(len(spans)))) if shuffle else range(len(spans))
     shuffled = [spans[i] for i in order]
     lines, at = [], 0
     while at < len(shuffled):
@@ -164,9 +165,9 @@ def test_the_scan_finds_each_trace_last_line_in_either_key_style(tmp_path):
         orjson.dumps({"resource_spans": [{"scope_spans": [{"spans": [{**span, "trace_id": "b" * 32}]}]}]}),
         orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{**span, "traceId": "a" * 32}]}]}]}),
     ]) + b"\n")
-    assert trace_last_lines(path) == {"a" * 32: 4, "b" * 32: 3}
+    assert trace_lines(path) == {"a" * 32: (1, 4), "b" * 32: (3, 3)}
     for block_size in (1, 7, 64, 300):  # blocks of whole lines, however the reads fall
-        assert trace_last_lines(path, block_size) == {"a" * 32: 4, "b" * 32: 3}
+        assert trace_lines(path, block_size) == {"a" * 32: (1, 4), "b" * 32: (3, 3)}
 
 
 def test_a_trace_id_the_scan_cannot_read_is_a_clear_error(tmp_path):
@@ -193,3 +194,135 @@ def test_a_looping_parent_chain_in_a_file_is_an_error_not_a_hang(tmp_path, paren
     run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(path), "--out",
                           str(tmp_path / "t.jsonl")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "parent chain loops" in run.stderr and "Traceback" not in run.stderr
+
+
+# Reading one file in parts (one process a part) gives what one process gives.
+
+def _ingest_or_error(out, path, labels, workers):
+    try:
+        result = ingest_spans_to(out, str(path), labels=labels, workers=workers)
+    except SpanError as exc:
+        return str(exc), None
+    return out.read_bytes(), (_essentials(result), result.read, result.written)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                   HealthCheck.too_slow])
+@given(st.one_of(exports(shuffle=False), exports()), st.booleans(), st.integers(2, 3))
+def test_a_file_read_in_parts_gives_what_one_process_gives(tmp_path, monkeypatch, export, snake, workers):
+    """Same bytes out, same result, or the same error (a query id asked twice, in one part or in
+    two, is reported naming the same two requests)."""
+    lines, labels = export
+    labels_path = tmp_path / "labels.jsonl"
+    labels_path.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in labels))
+    path = tmp_path / "spans.jsonl"
+    _write(path, lines, snake)
+    one = _ingest_or_error(tmp_path / "one.jsonl", path, labels_path, 1)
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    parts = _ingest_or_error(tmp_path / "parts.jsonl", path, labels_path, workers)
+    assert parts == one
+
+
+def _one_trace_a_line(path, n, bad_line=None, repeat=7, padding=""):
+    """``n`` requests, each on two lines of its own (retriever, then LLM), in camelCase OTLP;
+    query ids repeat every ``repeat`` requests."""
+    out = []
+    for r in range(n):
+        trace = f"{r + 1:032x}"
+        passage = f"passage {r} {padding}"
+        retriever = (trace, f"{2 * r + 1:016x}", None, "retriever", r, {
+            "openinference.span.kind": "RETRIEVER", "metadata": orjson.dumps({"query_id": f"q{r % repeat}"}).decode(),
+            "retrieval.documents.0.document.content": passage})
+        llm = (trace, f"{2 * r + 2:016x}", f"{2 * r + 1:016x}", "llm", r + 1, {
+            "openinference.span.kind": "LLM", "llm.input_messages.0.message.content": passage,
+            "llm.output_messages.0.message.content": "an answer"})
+        out += [[retriever], [llm]]
+    with open(path, "wb") as handle:
+        for i, line in enumerate(out, start=1):
+            row = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [_otlp_span(s, False) for s in line]}]}]})
+            handle.write((b"{not json" if i == bad_line else row) + b"\n")
+
+
+def test_the_plan_cuts_between_traces_and_errors_keep_the_file_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 7)
+    plan = flow._plan([str(path)], flow.IngestOptions(), 2)
+    assert plan is not None and len(plan.parts) == 2 and plan.parts[1][2] % 2 == 1  # a part starts at a retriever line
+    parts = _ingest_or_error(tmp_path / "a.jsonl", path, None, 2)
+    assert parts == _ingest_or_error(tmp_path / "b.jsonl", path, None, 1)
+    _one_trace_a_line(path, 7, bad_line=12)  # in the second part
+    message, _ = _ingest_or_error(tmp_path / "c.jsonl", path, None, 2)
+    assert message == _ingest_or_error(tmp_path / "d.jsonl", path, None, 1)[0] and "line 12:" in message
+    _one_trace_a_line(path, 14)  # q0..q6 asked twice: the second q0 is in the second part
+    message, _ = _ingest_or_error(tmp_path / "e.jsonl", path, None, 2)
+    assert message == _ingest_or_error(tmp_path / "f.jsonl", path, None, 1)[0] and "both have query_id 'q0'" in message
+
+
+def test_a_part_that_meets_a_trace_the_scan_missed_hands_the_file_to_one_process(tmp_path, monkeypatch):
+    """The scan closes trace a after line 1, so the file is cut before line 2, where a span of
+    trace a hides its id from the scan: the part cannot be read alone, one process reads the
+    file and stops on that line, as it does without parts."""
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    path = tmp_path / "spans.jsonl"
+    span = {"traceId": "a" * 32, "spanId": "1" * 16, "name": "root",
+            "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}]}
+    first = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    hidden = first.replace(b'"traceId"', b'"trace\\u0049d"').replace(b"1" * 16, b"2" * 16)
+    other = first.replace(b"a" * 32, b"b" * 32).replace(b"1" * 16, b"3" * 16)
+    path.write_bytes(first + b"\n" + hidden + b"\n" + other + b"\n")
+    assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2).parts] == [1, 2]
+    with pytest.raises(SpanError, match="trace-id scan") as err:
+        ingest_spans_to(tmp_path / "t.jsonl", str(path), workers=2)
+    assert err.value.line == 2
+
+
+def test_the_command_reads_a_large_file_in_parts_with_the_same_output(tmp_path):
+    """``--workers 2`` on a file over MIN_SPLIT_BYTES, through the command line, against ``--workers 1``."""
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 2_600, repeat=10 ** 9, padding=" ".join(WORDS) * 40)
+    assert path.stat().st_size > flow.MIN_SPLIT_BYTES
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"traces{workers}.jsonl"
+        run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(path), "--out", str(out),
+                              "--workers", workers], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        outputs.append((out.read_bytes(), run.stderr.replace(str(out), "OUT")))
+    assert outputs[0] == outputs[1] and "wrote 2600 trace(s)" in outputs[0][1]
+
+
+def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 3)
+    assert flow._plan([str(path)], flow.IngestOptions(), 2) is None  # under MIN_SPLIT_BYTES
+    assert flow._plan([str(path)], flow.IngestOptions(), 1) is None
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(0, 6)), max_size=30), st.integers(1, 5))
+def test_no_trace_straddles_a_safe_cut(spans, parts):
+    lines = [(first, first + length) for first, length in spans]
+    n_lines = max((last for _, last in lines), default=0)
+    cuts = safe_cuts(lines, n_lines, parts)
+    assert cuts == sorted(set(cuts)) and len(cuts) <= parts - 1
+    assert all(1 < c <= n_lines for c in cuts)
+    assert not any(first < c <= last for c in cuts for first, last in lines)
+
+
+def test_safe_cuts_pick_the_safe_line_nearest_an_even_split():
+    assert safe_cuts([(1, 3), (2, 2), (4, 6), (7, 7), (8, 10)], 10, 2) == [7]
+    assert safe_cuts([(1, 10)], 10, 4) == []
+    assert safe_cuts([(k, k) for k in range(1, 9)], 8, 4) == [3, 5, 7]
+
+
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=40),
+       st.integers(1, 64), st.data())
+def test_line_offsets_agree_with_counting_newlines(tmp_path_factory, lines, block_size, data):
+    path = tmp_path_factory.mktemp("offsets") / "f.txt"
+    content = b"\n".join(lines)
+    path.write_bytes(content)
+    starts = [0] + [i + 1 for i, byte in enumerate(content) if byte == 10]
+    wanted = sorted(data.draw(st.sets(st.integers(1, len(starts)))))
+    assert line_offsets(path, wanted, block_size) == [starts[t - 1] for t in wanted]
+    with pytest.raises(ValueError, match="has no line"):
+        line_offsets(path, [len(starts) + 1], block_size)

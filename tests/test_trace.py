@@ -152,3 +152,17 @@ def test_replace_checks_the_change():
     assert t.replace(prompt=["d1"]).prompt == ("d1",)
     with pytest.raises(TraceError):
         t.replace(prompt="d1")
+
+
+def test_an_error_pickles_whole(tmp_path):
+    """An error raised in a worker process reaches the caller with its file, position and field."""
+    import pickle
+
+    from ragstage.ingest import SpanError
+
+    for error in (TraceError("bad", path="f.parquet", line=3, field="gold", unit="row"),
+                  SpanError("loops", path="s.jsonl", line=9, field="parent_id")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+        assert (copy.detail, copy.path, copy.line, copy.field, copy.unit) == (
+            error.detail, error.path, error.line, error.field, error.unit)

@@ -7,17 +7,8 @@ extra installs it. ``ragstage.ingest.demo`` (chapter 7's LangChain application) 
 import and needs the ``frameworks`` extra.
 """
 
-from .build import (
-    IngestOptions,
-    IngestResult,
-    ingest_openinference,
-    ingest_spans,
-    ingest_spans_to,
-    judge_contains,
-    load_spans,
-    looks_like_refusal,
-    text_query_id,
-)
+from .build import IngestOptions, IngestResult, judge_contains, load_spans, looks_like_refusal, text_query_id
+from .flow import ingest_openinference, ingest_spans, ingest_spans_to
 from .gold import ChunkKeys, Label, locate_llamaindex_nodes, read_labels
 from .mlflow import from_mlflow
 from .otlp import otlp_file_exporter, read_otlp_json, write_otlp_json

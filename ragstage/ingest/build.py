@@ -1,11 +1,12 @@
-"""Spans to traces: one documented trace per request, with gold from labels.
+"""Spans to traces: what one request becomes, and the result of an ingest.
 
-``ingest_spans(spans, labels=...)`` (also named ``ingest_openinference``) reads spans from any
-export :mod:`.formats` recognises (OTLP JSON, Phoenix span JSON Lines or frames, MLflow traces)
-or from the objects those tools hand you (Phoenix and MLflow DataFrames, MLflow ``Trace`` lists,
-Phoenix span lists, OpenTelemetry SDK spans), reads each request's stages (:mod:`.requests`),
-recovers the prompt ids from the prompt text when the application did not log them
-(:mod:`.recover`), and makes chunks gold from document and span labels (:mod:`.gold`).
+:func:`request_to_trace` turns one request's stages (:mod:`.requests`) into a documented
+trace: the prompt ids recovered from the prompt text when the application did not log them
+(:mod:`.recover`), the chunks made gold from document and span labels (:mod:`.gold`).
+:func:`load_spans` reads spans from any export :mod:`.formats` recognises (OTLP JSON, Phoenix
+span JSON Lines or frames, MLflow traces) or from the objects those tools hand you (Phoenix
+and MLflow DataFrames, MLflow ``Trace`` lists, Phoenix span lists, OpenTelemetry SDK spans).
+:mod:`.flow` runs the whole ingest (``ingest_spans``) and fills :class:`IngestResult`.
 
 Nothing is dropped or guessed silently: labels that matched no request, labels whose chunks
 cannot be located with the chunk keys (with the metadata keys seen), incomplete requests
@@ -16,8 +17,6 @@ the result and its summary, and each trace says in ``meta.ingest`` how its lists
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,12 +25,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..fields import ranked_entries
 from ..trace import Trace, write_traces
-from .gold import ChunkKeys, Label, LabelIndex, gold_ids, iter_labels, locatable, locate, span_coverage
+from .gold import ChunkKeys, Label, LabelIndex, gold_ids, locatable, locate, span_coverage
 from .recover import MIN_FRAGMENT, normalise, recover_prompt_ids
-from .requests import Request, candidate_contents, read_request
+from .requests import Request, candidate_contents
 from .spans import Span, SpanError, from_sdk_spans
 
-__all__ = ["IngestOptions", "IngestResult", "ingest_spans", "ingest_spans_to", "ingest_openinference", "load_spans",
+__all__ = ["IngestOptions", "IngestResult", "load_spans", "path_reader", "read_note", "request_to_trace", "Found",
            "judge_contains", "looks_like_refusal", "text_query_id"]
 
 
@@ -107,6 +106,13 @@ class _TraceCounts:
         if trace.gold:
             self.labelled += 1
 
+    def merge(self, other: "_TraceCounts") -> None:
+        """Add the counts of traces gathered elsewhere (a part of the input read by another process)."""
+        self.n += other.n
+        self.by_source.update(other.by_source)
+        self.truncated += other.truncated
+        self.labelled += other.labelled
+
 
 @dataclass
 class IngestResult:
@@ -125,6 +131,16 @@ class IngestResult:
     written: int | None = None  # traces written straight to a file (ingest_spans_to), not kept in `traces`
     # every trace ingest produced, counted as it went by (the traces themselves may go to a file)
     counts: _TraceCounts = field(default_factory=_TraceCounts, repr=False, compare=False)
+
+    def merge(self, part: "IngestResult") -> None:
+        """Add what reading a later part of the same input found (its traces went to a file)."""
+        self.without_llm += part.without_llm
+        self.skipped += part.skipped
+        self.incomplete.update(part.incomplete)
+        self.unlocated += part.unlocated
+        self.partial += part.partial
+        self.warnings += part.warnings
+        self.counts.merge(part.counts)
 
     def write(self, path: str | Path) -> int:
         """Write the traces as JSON Lines; returns the count."""
@@ -176,7 +192,7 @@ def _some(items: list[str], k: int = 5) -> str:
     return ", ".join(items[:k]) + (" ..." if len(items) > k else "")
 
 
-def _path_reader(path: str | Path, found: Any) -> Callable[[Path], Iterable[Span]]:
+def path_reader(path: str | Path, found: Any) -> Callable[[Path], Iterable[Span]]:
     """The reader of a file in the detected format ``found``."""
     if found.name == "traces":
         raise SpanError("this file holds ragstage traces, not spans: run `ragstage attribute` or "
@@ -199,13 +215,13 @@ def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterat
     with regular_file(path) as real:
         found = detect(real)
         n = 0
-        for span in _path_reader(path, found)(real):
+        for span in path_reader(path, found)(real):
             n += 1
             yield span
-        _read_note(path, found, n, read, warnings)
+        read_note(path, found, n, read, warnings)
 
 
-def _read_note(path: str | Path, found: Any, n: int, read: list[str], warnings: list[str]) -> None:
+def read_note(path: str | Path, found: Any, n: int, read: list[str], warnings: list[str]) -> None:
     """Say what a file held, once it is read (and warn of a Phoenix pull cut at the client's limit)."""
     read.append(f"{path}: {found}, {n} span(s)")
     if found.name == "phoenix-parquet":  # a client pull saved as it came
@@ -301,7 +317,7 @@ def _prompt(req: Request, opts: IngestOptions) -> tuple[list[str] | None, str | 
 
 
 @dataclass
-class _Found:
+class Found:
     """What reading one request against its label found, beyond the trace itself."""
 
     unlocated: bool = False
@@ -335,9 +351,9 @@ def _partial_coverage(label: Label, where: dict[str, tuple[str | None, int | Non
     return in_prompt
 
 
-def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> tuple[Trace, _Found]:
+def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> tuple[Trace, Found]:
     """One trace from one request (see :func:`ingest_spans`), and what its label found."""
-    found = _Found()
+    found = Found()
     meta_qid = req.metadata.get(opts.query_id_key)
     label = labels.match(None if meta_qid is None else str(meta_qid), req.query)
     if meta_qid is not None:
@@ -402,260 +418,3 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
     record["refused"] = refused
     record["meta"] = meta
     return Trace.from_dict(record), found
-
-
-def ingest_spans(spans: Any, labels: Iterable[Label] | str | Path | None = None,
-                 options: IngestOptions | None = None, **kwargs: Any) -> IngestResult:
-    """Traces from spans, one per request (OpenTelemetry trace id), whatever exported them.
-
-    ``spans``: a path or a list of paths (OTLP JSON in either key style, Phoenix span JSON
-    Lines, Phoenix or MLflow frames saved as Parquet or a folder of them, MLflow
-    ``Trace.to_json()`` lines), a Phoenix spans DataFrame (``get_spans_dataframe``), Phoenix span
-    objects (``client.spans.get_spans()``), an MLflow ``search_traces`` DataFrame or a list of
-    ``Trace`` objects, or OpenTelemetry SDK spans. ``labels``: a JSON Lines path or
-    :class:`~ragstage.ingest.gold.Label` objects. Options as :class:`IngestOptions` or keywords.
-    Raises :class:`~ragstage.ingest.spans.SpanError` (a ``TraceError``) on bad input, naming
-    the file, line and field.
-    """
-    opts = options or IngestOptions(**kwargs)
-    result = IngestResult([], [], [])
-    with _collector_paused():
-        result.traces.extend(_traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
-    return result
-
-
-def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str | Path | None = None,
-                    options: IngestOptions | None = None, **kwargs: Any) -> IngestResult:
-    """:func:`ingest_spans`, each trace written to ``out`` (JSON Lines, ``.gz`` too) as soon as it is
-    read, none kept: memory stays flat however long the export (see :mod:`.grouping`).
-
-    The file appears whole when the ingest ends, or not at all (an error or a killed run leaves
-    an existing ``out`` as it was). The result holds every count and list :func:`ingest_spans`
-    gives, its ``traces`` empty and ``written`` the number of traces in ``out``.
-    """
-    opts = options or IngestOptions(**kwargs)
-    result = IngestResult([], [], [])
-    with _collector_paused():
-        result.written = write_traces(out, _traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
-    return result
-
-
-def _sources(spans: Any) -> list[Any]:
-    return spans if isinstance(spans, (list, tuple)) and spans and isinstance(spans[0], (str, Path)) else [spans]
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block: spans are many small acyclic dicts, and
-    the collector, run again and again over a growing heap, once made reading 100,000 spans
-    several times slower than reading 10,000 ten times."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-#: The same function under the name chapter 7 and earlier code use.
-ingest_openinference = ingest_spans
-
-#: Attribute prefixes of span conventions this does not read, and what they are.
-FOREIGN_CONVENTIONS = {"traceloop.": "OpenLLMetry (traceloop.*)", "gen_ai.": "OpenTelemetry GenAI (gen_ai.*)",
-                       "llm.": "OpenInference-like llm.* without a span kind", "langsmith.": "LangSmith"}
-
-
-def _mlflow_otel(span: Span) -> Span:
-    """An MLflow span that reached us as OpenTelemetry (its attributes JSON text), read as MLflow's."""
-    from .mlflow import span_from_dict
-
-    return span_from_dict({"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id,
-                           "name": span.name, "start_time_unix_nano": span.start_ns,
-                           "end_time_unix_nano": span.end_ns, "attributes": dict(span.attributes),
-                           "status": {"code": "ERROR" if span.error is not None else "OK",
-                                      "message": span.error or ""}}, {})
-
-
-def _convention(span: Span) -> str | None:
-    """The foreign convention of a span with no OpenInference kind, if its attributes show one."""
-    for key in span.attributes:
-        for prefix, name in FOREIGN_CONVENTIONS.items():
-            if key.startswith(prefix):
-                return name
-    return None
-
-
-@dataclass
-class _Outcome:
-    """What one request became, kept until every request first seen before it is done."""
-
-    trace_id: str
-    timestamp: str | None
-    trace: Trace | None = None  # None: skipped or incomplete
-    found: _Found | None = None
-    has_llm: bool = True
-    incomplete: list[str] | None = None
-
-
-class _Accounts:
-    """Requests to traces, accounted in the order their trace ids were first seen (or, with
-    ``split_runs``, in the order they ran): the result's lists and the run numbering do not
-    depend on the order the requests were completed in."""
-
-    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, paths: str) -> None:
-        self.result, self.index, self.opts, self.paths = result, index, opts, paths
-        self.pending: dict[int, _Outcome] = {}
-        self.next = 0
-        self.seen: dict[tuple[str, str], str] = {}
-        self.runs: Counter[tuple[str, str]] = Counter()
-        self.chunk_keys: set[str] = set()
-
-    def outcome(self, req: Request) -> _Outcome:
-        out = _Outcome(req.trace_id, req.timestamp)
-        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
-            out.incomplete = req.incomplete
-            return out
-        if not req.is_request:
-            return out
-        for cand in req.candidates.values():
-            self.chunk_keys.update(map(str, cand.metadata))
-        out.trace, out.found = request_to_trace(req, self.index, self.opts)
-        out.has_llm = req.has_llm
-        return out
-
-    def done(self, seq: int, req: Request) -> Iterator[Trace]:
-        """Take request number ``seq``; the traces every request up to the first one not done yet gives."""
-        self.pending[seq] = self.outcome(req)
-        if self.opts.split_runs:
-            return
-        while self.next in self.pending:
-            trace = self.account(self.pending.pop(self.next))
-            self.next += 1
-            if trace is not None:
-                yield trace
-
-    def finish(self) -> Iterator[Trace]:
-        """The rest (with ``split_runs``: everything, runs numbered in the order they ran)."""
-        outcomes = [self.pending[seq] for seq in sorted(self.pending)]
-        self.pending = {}
-        if self.opts.split_runs:
-            outcomes.sort(key=lambda o: o.timestamp or "")
-        for out in outcomes:
-            trace = self.account(out)
-            if trace is not None:
-                yield trace
-
-    def account(self, out: _Outcome) -> Trace | None:
-        result, opts = self.result, self.opts
-        if out.trace is None:
-            if out.incomplete:
-                result.incomplete[out.trace_id] = out.incomplete
-            else:
-                result.skipped.append(out.trace_id)
-            return None
-        trace, found = out.trace, out.found
-        key = (trace.query_id, trace.pipeline)
-        if key in self.seen:
-            if not opts.split_runs:
-                where = self.paths or "; ".join(result.read) or "the spans"
-                raise SpanError(f"{where}: requests {self.seen[key]} and {out.trace_id} both have query_id "
-                                f"{key[0]!r} in pipeline {key[1]!r}: two runs in one export? Split them with "
-                                f"--split-runs (Python: split_runs=True; the n-th run becomes pipeline "
-                                f"'{key[1]}#n'), set distinct query ids or pipelines (metadata "
-                                f"'{opts.query_id_key}', 'pipeline'), or ingest the runs separately", field="query_id")
-            self.runs[key] += 1
-            trace = trace.replace(pipeline=f"{trace.pipeline}#{self.runs[key] + 1}")
-        else:
-            self.seen[key] = out.trace_id
-        if not out.has_llm:
-            result.without_llm.append(trace.query_id)
-        if found is not None and found.unlocated:
-            result.unlocated.append(trace.query_id)
-        if found is not None and found.partial:
-            result.partial.append(trace.query_id)
-        result.counts.add(trace)
-        return trace
-
-
-def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
-            warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, Iterable[Span]]]]], dict | None]:
-    """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
-    line): [trace ids]}`` when every source is an OTLP JSON Lines file (scanned first), else None."""
-    from .formats import detect, regular_file
-    from .grouping import is_json_lines, trace_last_lines
-
-    inputs: list[tuple[str, Iterator[tuple[int, Iterable[Span]]]]] = []
-    last: dict[str, tuple[int, int]] | None = {}
-    for i, source in enumerate(sources):
-        if not isinstance(source, (str, Path)):
-            inputs.append(("the spans", iter([(0, load_spans(source, read, warnings))])))
-            last = None
-            continue
-        real = stack.enter_context(regular_file(source))
-        found = detect(real)
-        reader = _path_reader(source, found)
-        if found.name == "otlp" and not real.is_dir() and is_json_lines(real):
-            from .otlp import read_otlp_batches
-
-            inputs.append((str(source), _counted(read_otlp_batches(real), source, found, read, warnings)))
-            if last is not None:
-                last.update((trace_id, (i, line)) for trace_id, line in trace_last_lines(real).items())
-        else:
-            inputs.append((str(source), _counted(iter([(0, reader(real))]), source, found, read, warnings)))
-            last = None
-    if last is None:
-        return inputs, None
-    closing: dict[tuple[int, int], list[str]] = {}
-    for trace_id, at in last.items():
-        closing.setdefault(at, []).append(trace_id)
-    return inputs, closing
-
-
-def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path, found: Any, read: list[str],
-             warnings: list[str]) -> Iterator[tuple[int, list[Span]]]:
-    """The batches as lists, and what the file held said (:func:`_read_note`) once they are all read."""
-    n = 0
-    for line, spans in batches:
-        spans = list(spans)
-        n += len(spans)
-        yield line, spans
-    _read_note(path, found, n, read, warnings)
-
-
-def _traces(sources: list[Any], index: LabelIndex, opts: IngestOptions, result: IngestResult) -> Iterator[Trace]:
-    """The traces of the spans, one request at a time (see :mod:`.grouping`), into ``result``."""
-    from .grouping import TraceGroups
-
-    accounts = _Accounts(result, index, opts, ", ".join(str(s) for s in sources if isinstance(s, (str, Path))))
-    conventions: Counter[str] = Counter()
-    n_spans = 0
-    with contextlib.ExitStack() as stack:
-        inputs, closing = _inputs(sources, stack, result.read, result.warnings)
-        groups = TraceGroups(closing)
-        for i, (name, batches) in enumerate(inputs):
-            for line, spans in batches:
-                read_as = []
-                for s in spans:
-                    if not s.kind:
-                        if "mlflow.spanType" in s.attributes:
-                            s = _mlflow_otel(s)
-                        if not s.kind:
-                            convention = _convention(s)
-                            if convention is not None:
-                                conventions[convention] += 1
-                    read_as.append(s)
-                n_spans += len(read_as)
-                for seq, trace_id, group in groups.add(i, line, read_as, name):
-                    yield from accounts.done(seq, read_request(trace_id, group))
-        for seq, trace_id, group in groups.finish():
-            yield from accounts.done(seq, read_request(trace_id, group))
-        yield from accounts.finish()
-    result.unmatched_labels = index.unmatched()
-    result.chunk_metadata_keys = sorted(accounts.chunk_keys)
-    if n_spans and not result.counts.n and not result.incomplete:
-        found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
-        result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
-                               + (f" (found {found})" if found else "")
-                               + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow "
-                               "Tracing, or export from Phoenix or MLflow")

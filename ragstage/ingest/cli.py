@@ -47,10 +47,10 @@ def _add_span_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingest_spans(args: argparse.Namespace) -> int:
-    from .build import ingest_spans_to
+    from .flow import ingest_spans_to
 
     result = ingest_spans_to(args.out, args.spans, labels=args.labels, pipeline=args.pipeline,
-                             recover_prompt=not args.no_recover_prompt, **_options(args))
+                             recover_prompt=not args.no_recover_prompt, workers=args.workers, **_options(args))
     n = result.written or 0
     print(f"wrote {n} trace(s) to {args.out}", file=sys.stderr)
     print(result.summary(), file=sys.stderr)
@@ -85,6 +85,9 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
         oi.add_argument("--strict", action="store_true",
                         help="exit 1 when anything could put a trace in a wrong bucket: a label that matched no "
                              "request or no chunk, an incomplete request, a request with no LLM span, a warning")
+        oi.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes that read one large OTLP JSON Lines file in parts (default: one per "
+                             "core; 1: this process alone); the output is the same")
         _add_span_options(oi)
         oi.set_defaults(func=_ingest_spans)
     ragas = kinds.add_parser("ragas", help="an evaluation dataset in the Ragas sample shape (JSON Lines)")

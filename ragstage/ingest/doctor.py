@@ -237,7 +237,7 @@ def doctor_files(paths: Iterable[str], labels: str | None = None, recover_prompt
     cannot be attributed.
     """
     from ..formats import read_any
-    from .build import ingest_spans
+    from .flow import ingest_spans
     from .formats import detect, regular_file
 
     traces: list[Trace] = []

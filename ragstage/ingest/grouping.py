@@ -17,7 +17,8 @@ order their trace id was first seen, whatever order they were completed in.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -26,9 +27,12 @@ import orjson
 from .otlp import hex_id
 from .spans import Span, SpanError
 
-__all__ = ["trace_last_lines", "TraceGroups", "is_json_lines"]
+__all__ = ["trace_lines", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
 
-_KEYS = (b'"traceId"', b'"trace_id"')
+# ``"traceId": "<value>"`` or ``"trace_id": "<value>"``. Inside a JSON string every quote is
+# escaped, so a quoted key followed by a colon is an object key; a ``traceId`` of a span link
+# is found too (it only keeps a trace longer). ``\s`` is the whitespace ``bytes.strip`` removes.
+_TRACE_ID = re.compile(rb'"trace(?:Id|_id)"\s*:\s*"([^"]*)"')
 
 
 def is_json_lines(path: str | Path) -> bool:
@@ -47,40 +51,6 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _ids_in(data: bytes, key: bytes, line_of: Callable[[int], int]) -> Iterator[tuple[bytes, int]]:
-    """``(raw trace id, line)`` for every ``"<key>": "..."`` in ``data``, in file order.
-
-    Inside a JSON string every quote is escaped, so a quoted key followed by a colon is an
-    object key; a ``traceId`` of a span link is found too (it only keeps a trace longer)."""
-    at = data.find(key)
-    while at >= 0:
-        end = at + len(key)
-        quote = data.find(b'"', end)
-        if quote < 0:
-            return
-        if data[end:quote].strip() == b":":
-            close = data.find(b'"', quote + 1)
-            if close < 0:
-                return
-            yield data[quote + 1:close], line_of(at)
-            at = data.find(key, close)
-        else:
-            at = data.find(key, end)
-
-
-def _line_counter(data: bytes, first: int = 1) -> Callable[[int], int]:
-    """``offset -> line number`` for increasing offsets (lines counted from ``first``)."""
-    state = {"line": first, "next": data.find(b"\n")}
-
-    def line_of(offset: int) -> int:
-        while 0 <= state["next"] < offset:
-            state["line"] += 1
-            state["next"] = data.find(b"\n", state["next"] + 1)
-        return state["line"]
-
-    return line_of
-
-
 def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
     """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block)."""
     rest = b""
@@ -96,29 +66,93 @@ def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
         yield rest
 
 
-def trace_last_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, int]:
-    """``trace id -> the last line naming it`` in an OTLP JSON Lines file (``.gz`` too).
+def trace_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, tuple[int, int]]:
+    """``trace id -> (first, last line naming it)`` in an OTLP JSON Lines file (``.gz`` too).
 
     The file is read in blocks of whole lines, ``block_size`` bytes or so (not mapped: a mapped
     file's pages count as the process's memory). Ids are normalised as the reader normalises
     them (lower-case hex; base64 decoded); a value that is no trace id is skipped (the parse
     reports it, naming its line)."""
     p = Path(path)
-    last: dict[bytes, int] = {}
-    first_line = 1
+    seen: dict[bytes, tuple[int, int]] = {}
+    lineno = 0
+    find = _TRACE_ID.findall
     with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as handle:
         for block in _blocks(handle, block_size):
-            for key in _KEYS:  # one key's matches come in file order, so the last one seen is the last
-                for raw, lineno in _ids_in(block, key, _line_counter(block, first_line)):
-                    last[raw] = max(lineno, last.get(raw, 0))
-            first_line += block.count(b"\n")
-    out: dict[str, int] = {}
-    for raw, lineno in last.items():
+            start, size = 0, len(block)
+            while start < size:  # one line at a time, found in place: no copy of the block
+                end = block.find(b"\n", start)
+                end = size if end < 0 else end
+                lineno += 1
+                for raw in set(find(block, start, end)):
+                    known = seen.get(raw)
+                    seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
+                start = end + 1
+    out: dict[str, tuple[int, int]] = {}
+    for raw, (first, last) in seen.items():
         try:
             trace_id = hex_id(raw.decode("ascii"), 32, "traceId")
         except (SpanError, UnicodeDecodeError):
             continue
-        out[trace_id] = max(lineno, out.get(trace_id, 0))
+        known = out.get(trace_id)
+        out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
+    return out
+
+
+def safe_cuts(lines: Iterable[tuple[int, int]], n_lines: int, parts: int) -> list[int]:
+    """Lines at which a file of ``n_lines`` lines can be cut into about ``parts`` parts of equal
+    line counts with every trace inside one part: a cut at line ``c`` (the first line of a part)
+    is safe when no trace has its first line before ``c`` and its last at or after it. Returns
+    the increasing cut lines (none: the file cannot be cut, or needs no cutting)."""
+    opened = [0] * (n_lines + 2)  # opened[c]: traces that straddle a cut at line c, as a difference array
+    for first, last in lines:
+        if last > first:
+            opened[first + 1] += 1
+            opened[last + 1] -= 1
+    safe, depth = [], 0
+    for c in range(1, n_lines + 1):
+        depth += opened[c]
+        if depth == 0 and c > 1:
+            safe.append(c)
+    cuts: list[int] = []
+    for k in range(1, parts):
+        want = 1 + n_lines * k // parts
+        if not safe:
+            break
+        best = min(safe, key=lambda c: (abs(c - want), c))
+        if (not cuts or best > cuts[-1]) and best <= n_lines:
+            cuts.append(best)
+    return cuts
+
+
+def line_offsets(path: str | Path, lines: list[int], block_size: int = 1 << 23) -> list[int]:
+    """The byte offset at which each of the increasing line numbers ``lines`` starts (a plain
+    file): line ``t`` starts right after the file's ``t - 1``-th newline."""
+    out: list[int] = []
+    want = iter(lines)
+    target = next(want, None)
+    before, offset = 0, 0  # newlines before the block, and where the block starts
+    with open(path, "rb") as handle:
+        while target is not None:
+            if target == 1:
+                out.append(0)
+                target = next(want, None)
+                continue
+            block = handle.read(block_size)
+            if not block:
+                break
+            newlines = block.count(b"\n")
+            at, seen = -1, before
+            while target is not None and target - 1 <= before + newlines:
+                while seen < target - 1:
+                    at = block.index(b"\n", at + 1)
+                    seen += 1
+                out.append(offset + at + 1)
+                target = next(want, None)
+            before += newlines
+            offset += len(block)
+    if target is not None:
+        raise ValueError(f"{path}: has no line {target}")
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from ..atomic import append_line
+from ..trace import FilePart, read_json_lines
 from .spans import Span, SpanError, new_span
 
 __all__ = ["read_otlp_json", "read_otlp_batches", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
@@ -199,12 +200,19 @@ def read_otlp_json(path: str | Path) -> Iterator[Span]:
         yield from spans
 
 
-def read_otlp_batches(path: str | Path) -> Iterator[tuple[int, list[Span]]]:
+def read_otlp_batches(path: str | Path, part: FilePart | None = None) -> Iterator[tuple[int, list[Span]]]:
     """``(line, spans)`` for each line of an OTLP JSON Lines file, one export batch at a time
-    (for a single document: ``(item, spans)`` of each top-level item)."""
+    (for a single document: ``(item, spans)`` of each top-level item); with ``part``, the lines
+    of that part of a plain JSON Lines file."""
+    if part is not None:
+        return read_json_lines(path, _batch_spans, SpanError, part)
     from .formats import read_json_values
 
-    return read_json_values(path, lambda obj: list(spans_from_request(obj)))
+    return read_json_values(path, _batch_spans)
+
+
+def _batch_spans(obj: Any) -> list[Span]:
+    return list(spans_from_request(obj))
 
 
 def _encode_value(value: Any) -> dict[str, Any]:

@@ -320,10 +320,19 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     for s in ordered:  # the root's metadata first, then the rest
         for k, v in oi.metadata(s).items():
             req.metadata.setdefault(k, v)
-    retrievers = [s for s in ordered if s.kind == "RETRIEVER"]
-    req.stage_spans = sum(1 for s in ordered if s.kind in ("RETRIEVER", "RERANKER", "LLM"))
+    retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
+    for s in ordered:  # each span's part, in the order they started
+        kind = s.kind
+        if kind == "RETRIEVER":
+            retrievers.append(s)
+        elif kind == "RERANKER":
+            rerank_spans.append(s)
+        elif kind == "LLM":
+            (builders if is_prompt_builder(s) else llms).append(s)
+        elif kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
+            postprocessors.append(s)
+    req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
     docs = {s.span_id: oi.documents(s) for s in retrievers}
-    rerank_spans = [s for s in ordered if s.kind == "RERANKER"]
     for s in rerank_spans:
         docs[s.span_id] = oi.documents(s, "reranker.output_documents")
         docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents")
@@ -347,19 +356,16 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         docs[key] = named
     stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, docs)
     stages += [(s, [(d.id, d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
-    for s in ordered:
-        if s.kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
-            ids = oi.postprocessor_ids(s)
-            if ids is not None:
-                scores = dict(req.retrieved)
-                stages.append((s, [(i, scores.get(i)) for i in ids]))
+    for s in postprocessors:
+        ids = oi.postprocessor_ids(s)
+        if ids is not None:
+            scores = dict(req.retrieved)
+            stages.append((s, [(i, scores.get(i)) for i in ids]))
     if stages:
         last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    builders = [s for s in ordered if is_prompt_builder(s)]
-    llms = [s for s in ordered if s.kind == "LLM" and not is_prompt_builder(s)]
     for s in llms:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s)
         if text:
@@ -369,10 +375,9 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     if builders:
         req.notes["prompt"] = (f"{len(builders)} prompt-builder span(s) {[s.name for s in builders][:3]} read as "
                                "prompt assembly, not as a model call")
-    answering = [s for s in llms if oi.answer_text(s) is not None]
-    if answering:
-        last = max(answering, key=lambda s: s.end_ns)
-        req.answer = oi.answer_text(last)
+    answers = [(s, answer) for s in llms if (answer := oi.answer_text(s)) is not None]
+    if answers:
+        last, req.answer = max(answers, key=lambda pair: pair[0].end_ns)
         req.model = last.attributes.get("llm.model_name") or oi.metadata(last).get("ls_model_name")
         req.notes["answer"] = f"'{last.name}', the last of {len(llms)} LLM span(s) to finish"
     if isinstance(req.metadata.get(query_key), str):

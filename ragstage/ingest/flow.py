@@ -1,0 +1,473 @@
+"""Spans in, traces out: the ingest's flow from its inputs to one result, in one process or in parts.
+
+``ingest_spans`` (also named ``ingest_openinference``) and ``ingest_spans_to`` read every input
+(:func:`.build.load_spans` knows the formats), group the spans into requests as they stream in
+(:mod:`.grouping`), turn each request into a trace (:func:`.build.request_to_trace`) and
+account for it in the order its trace id was first seen: the duplicate check, the run
+numbering, and every count and list of :class:`.build.IngestResult`.
+
+One large OTLP JSON Lines file written to a file is read in parts, one per core: the trace-id
+scan that streams the file also tells where it can be cut with every trace inside one part,
+each part is read by a forked process that writes its traces to a file of its own, and the
+parts are accounted in file order, so the output file and the result are the same, byte for
+byte and item for item, as one process gives. Reading is pure Python (the span tree, the
+documents, prompt recovery, the check of each trace), so a second core nearly halves the
+wall time of a week's export; CPU time stays what it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..trace import FilePart, Trace, TraceError, trace_line, trace_output, write_traces
+from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
+from .gold import Label, LabelIndex, iter_labels
+from .grouping import TraceGroups, is_json_lines, line_offsets, safe_cuts, trace_lines
+from .requests import Request, read_request
+from .spans import Span, SpanError
+
+__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "FOREIGN_CONVENTIONS", "MIN_SPLIT_BYTES"]
+
+#: Files smaller than this are read by one process (a second one costs more than it saves).
+MIN_SPLIT_BYTES = 16 << 20
+
+
+def ingest_spans(spans: Any, labels: Iterable[Label] | str | Path | None = None,
+                 options: IngestOptions | None = None, **kwargs: Any) -> IngestResult:
+    """Traces from spans, one per request (OpenTelemetry trace id), whatever exported them.
+
+    ``spans``: a path or a list of paths (OTLP JSON in either key style, Phoenix span JSON
+    Lines, Phoenix or MLflow frames saved as Parquet or a folder of them, MLflow
+    ``Trace.to_json()`` lines), a Phoenix spans DataFrame (``get_spans_dataframe``), Phoenix span
+    objects (``client.spans.get_spans()``), an MLflow ``search_traces`` DataFrame or a list of
+    ``Trace`` objects, or OpenTelemetry SDK spans. ``labels``: a JSON Lines path or
+    :class:`~ragstage.ingest.gold.Label` objects. Options as :class:`IngestOptions` or keywords.
+    Raises :class:`~ragstage.ingest.spans.SpanError` (a ``TraceError``) on bad input, naming
+    the file, line and field.
+    """
+    opts = options or IngestOptions(**kwargs)
+    result = IngestResult([], [], [])
+    with _collector_paused():
+        result.traces.extend(_request_traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
+    return result
+
+
+def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str | Path | None = None,
+                    options: IngestOptions | None = None, *, workers: int | None = None,
+                    **kwargs: Any) -> IngestResult:
+    """:func:`ingest_spans`, each trace written to ``out`` (JSON Lines, ``.gz`` too) as soon as it is
+    read, none kept: memory stays flat however long the export (see :mod:`.grouping`).
+
+    The file appears whole when the ingest ends, or not at all (an error or a killed run leaves
+    an existing ``out`` as it was). The result holds every count and list :func:`ingest_spans`
+    gives, its ``traces`` empty and ``written`` the number of traces in ``out``. One OTLP JSON
+    Lines file of :data:`MIN_SPLIT_BYTES` or more is read in parts by up to ``workers``
+    processes (default: one per core; 1 reads in this process), with the same output.
+    """
+    opts = options or IngestOptions(**kwargs)
+    sources = _sources(spans)
+    index = LabelIndex(iter_labels(labels))
+    with _collector_paused():
+        plan = _plan(sources, opts, workers)
+        if plan is not None:
+            result = _ingest_parts_to(out, plan, index, opts)
+            if result is not None:
+                return result
+        result = IngestResult([], [], [])
+        result.written = write_traces(out, _request_traces(sources, index, opts, result))
+    return result
+
+
+#: The same function under the name chapter 7 and earlier code use.
+ingest_openinference = ingest_spans
+
+
+def _sources(spans: Any) -> list[Any]:
+    return spans if isinstance(spans, (list, tuple)) and spans and isinstance(spans[0], (str, Path)) else [spans]
+
+
+def _names(sources: list[Any]) -> str:
+    return ", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block: spans are many small acyclic dicts, and
+    the collector, run again and again over a growing heap, once made reading 100,000 spans
+    several times slower than reading 10,000 ten times."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+#: Attribute prefixes of span conventions this does not read, and what they are.
+FOREIGN_CONVENTIONS = {"traceloop.": "OpenLLMetry (traceloop.*)", "gen_ai.": "OpenTelemetry GenAI (gen_ai.*)",
+                       "llm.": "OpenInference-like llm.* without a span kind", "langsmith.": "LangSmith"}
+
+
+def _mlflow_otel(span: Span) -> Span:
+    """An MLflow span that reached us as OpenTelemetry (its attributes JSON text), read as MLflow's."""
+    from .mlflow import span_from_dict
+
+    return span_from_dict({"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id,
+                           "name": span.name, "start_time_unix_nano": span.start_ns,
+                           "end_time_unix_nano": span.end_ns, "attributes": dict(span.attributes),
+                           "status": {"code": "ERROR" if span.error is not None else "OK",
+                                      "message": span.error or ""}}, {})
+
+
+def _convention(span: Span) -> str | None:
+    """The foreign convention of a span with no OpenInference kind, if its attributes show one."""
+    for key in span.attributes:
+        for prefix, name in FOREIGN_CONVENTIONS.items():
+            if key.startswith(prefix):
+                return name
+    return None
+
+
+@dataclass
+class _Outcome:
+    """What one request became, kept until every request first seen before it is done."""
+
+    trace_id: str
+    timestamp: str | None
+    trace: Trace | None = None  # None: skipped or incomplete
+    found: Found | None = None
+    has_llm: bool = True
+    incomplete: list[str] | None = None
+
+
+class _Accounts:
+    """Requests to traces, accounted in the order their trace ids were first seen (or, with
+    ``split_runs``, in the order they ran): the result's lists and the run numbering do not
+    depend on the order the requests were completed in. Also what the spans showed on the
+    way: how many, the foreign conventions among them, the metadata keys of the chunks."""
+
+    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, paths: str) -> None:
+        self.result, self.index, self.opts, self.paths = result, index, opts, paths
+        self.pending: dict[int, _Outcome] = {}
+        self.next = 0
+        self.seen: dict[tuple[str, str], str] = {}  # (query_id, pipeline) -> trace id, in accounting order
+        self.runs: Counter[tuple[str, str]] = Counter()
+        self.chunk_keys: set[str] = set()
+        self.conventions: Counter[str] = Counter()
+        self.spans = 0
+
+    def read_as(self, spans: list[Span]) -> list[Span]:
+        """A line's spans as the ingest reads them (MLflow's OpenTelemetry spans as MLflow's),
+        foreign conventions counted."""
+        out = []
+        for s in spans:
+            if not s.kind:
+                if "mlflow.spanType" in s.attributes:
+                    s = _mlflow_otel(s)
+                if not s.kind:
+                    convention = _convention(s)
+                    if convention is not None:
+                        self.conventions[convention] += 1
+            out.append(s)
+        self.spans += len(out)
+        return out
+
+    def outcome(self, req: Request) -> _Outcome:
+        out = _Outcome(req.trace_id, req.timestamp)
+        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
+            out.incomplete = req.incomplete
+            return out
+        if not req.is_request:
+            return out
+        for cand in req.candidates.values():
+            self.chunk_keys.update(map(str, cand.metadata))
+        out.trace, out.found = request_to_trace(req, self.index, self.opts)
+        out.has_llm = req.has_llm
+        return out
+
+    def done(self, seq: int, req: Request) -> Iterator[Trace]:
+        """Take request number ``seq``; the traces every request up to the first one not done yet gives."""
+        self.pending[seq] = self.outcome(req)
+        if self.opts.split_runs:
+            return
+        while self.next in self.pending:
+            trace = self.account(self.pending.pop(self.next))
+            self.next += 1
+            if trace is not None:
+                yield trace
+
+    def finish(self) -> Iterator[Trace]:
+        """The rest (with ``split_runs``: everything, runs numbered in the order they ran)."""
+        outcomes = [self.pending[seq] for seq in sorted(self.pending)]
+        self.pending = {}
+        if self.opts.split_runs:
+            outcomes.sort(key=lambda o: o.timestamp or "")
+        for out in outcomes:
+            trace = self.account(out)
+            if trace is not None:
+                yield trace
+
+    def asked_twice(self, key: tuple[str, str], trace_id: str) -> SpanError:
+        """The error for a second request with the key of one already accounted."""
+        where = self.paths or "; ".join(self.result.read) or "the spans"
+        return SpanError(f"{where}: requests {self.seen[key]} and {trace_id} both have query_id "
+                         f"{key[0]!r} in pipeline {key[1]!r}: two runs in one export? Split them with "
+                         f"--split-runs (Python: split_runs=True; the n-th run becomes pipeline "
+                         f"'{key[1]}#n'), set distinct query ids or pipelines (metadata "
+                         f"'{self.opts.query_id_key}', 'pipeline'), or ingest the runs separately", field="query_id")
+
+    def account(self, out: _Outcome) -> Trace | None:
+        result = self.result
+        if out.trace is None:
+            if out.incomplete:
+                result.incomplete[out.trace_id] = out.incomplete
+            else:
+                result.skipped.append(out.trace_id)
+            return None
+        trace, found = out.trace, out.found
+        key = (trace.query_id, trace.pipeline)
+        if key in self.seen:
+            if not self.opts.split_runs:
+                raise self.asked_twice(key, out.trace_id)
+            self.runs[key] += 1
+            trace = trace.replace(pipeline=f"{trace.pipeline}#{self.runs[key] + 1}")
+        else:
+            self.seen[key] = out.trace_id
+        if not out.has_llm:
+            result.without_llm.append(trace.query_id)
+        if found is not None and found.unlocated:
+            result.unlocated.append(trace.query_id)
+        if found is not None and found.partial:
+            result.partial.append(trace.query_id)
+        result.counts.add(trace)
+        return trace
+
+    def line(self, source: int, line: int, spans: list[Span], groups: TraceGroups, where: str) -> Iterator[Trace]:
+        """The traces one line's spans complete."""
+        for seq, trace_id, group in groups.add(source, line, self.read_as(spans), where):
+            yield from self.done(seq, read_request(trace_id, group))
+
+
+def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
+            warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, list[Span]]]]], dict | None]:
+    """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
+    line): [trace ids]}`` when every source is an OTLP JSON Lines file (scanned first), else None."""
+    from .formats import detect, regular_file
+
+    inputs: list[tuple[str, Iterator[tuple[int, list[Span]]]]] = []
+    last: dict[str, tuple[int, int]] | None = {}
+    for i, source in enumerate(sources):
+        if not isinstance(source, (str, Path)):
+            inputs.append(("the spans", _counted(iter([(0, load_spans(source, read, warnings))]))))
+            last = None
+            continue
+        real = stack.enter_context(regular_file(source))
+        found = detect(real)
+        reader = path_reader(source, found)
+        if found.name == "otlp" and not real.is_dir() and is_json_lines(real):
+            from .otlp import read_otlp_batches
+
+            inputs.append((str(source), _counted(read_otlp_batches(real), source, found, read, warnings)))
+            if last is not None:
+                last.update((trace_id, (i, lines[1])) for trace_id, lines in trace_lines(real).items())
+        else:
+            inputs.append((str(source), _counted(iter([(0, reader(real))]), source, found, read, warnings)))
+            last = None
+    if last is None:
+        return inputs, None
+    return inputs, _closing(last)
+
+
+def _closing(last: dict[str, tuple[int, int]]) -> dict[tuple[int, int], list[str]]:
+    """``{(source, line): [trace ids whose last span is there]}`` from ``{trace id: (source, line)}``."""
+    closing: dict[tuple[int, int], list[str]] = {}
+    for trace_id, at in last.items():
+        closing.setdefault(at, []).append(trace_id)
+    return closing
+
+
+def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path | None = None, found: Any = None,
+             read: list[str] | None = None, warnings: list[str] | None = None) -> Iterator[tuple[int, list[Span]]]:
+    """The batches as lists, and (for a file) what it held said (:func:`.build.read_note`) once
+    they are all read."""
+    n = 0
+    for line, spans in batches:
+        spans = list(spans)
+        n += len(spans)
+        yield line, spans
+    if path is not None and read is not None and warnings is not None:
+        read_note(path, found, n, read, warnings)
+
+
+def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
+                    result: IngestResult) -> Iterator[Trace]:
+    """The traces of the spans, one request at a time (see :mod:`.grouping`), into ``result``."""
+    accounts = _Accounts(result, index, opts, _names(sources))
+    with contextlib.ExitStack() as stack:
+        inputs, closing = _inputs(sources, stack, result.read, result.warnings)
+        groups = TraceGroups(closing)
+        for i, (name, batches) in enumerate(inputs):
+            for line, spans in batches:
+                yield from accounts.line(i, line, spans, groups, name)
+        for seq, trace_id, group in groups.finish():
+            yield from accounts.done(seq, read_request(trace_id, group))
+        yield from accounts.finish()
+    _conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
+
+
+def _conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[str], conventions: Counter[str],
+              n_spans: int) -> None:
+    """What is known only once every request is read: labels no request used, the chunks'
+    metadata keys, and a warning when spans were read but none in a convention this reads."""
+    result.unmatched_labels = index.unmatched()
+    result.chunk_metadata_keys = sorted(chunk_keys)
+    if n_spans and not result.counts.n and not result.incomplete:
+        found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
+        result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
+                               + (f" (found {found})" if found else "")
+                               + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow "
+                               "Tracing, or export from Phoenix or MLflow")
+
+
+# Reading one file in parts.
+
+@dataclass
+class _Plan:
+    """How to read one OTLP JSON Lines file in parts: the byte ranges, and where each trace closes."""
+
+    name: str  # the path as given
+    path: Path
+    found: Any  # its detected format
+    parts: list[FilePart]
+    closing: dict[tuple[int, int], list[str]]
+
+
+def _plan(sources: list[Any], opts: IngestOptions, workers: int | None) -> _Plan | None:
+    """The parts of the one input when it is worth reading in parts (one plain OTLP JSON Lines
+    file of :data:`MIN_SPLIT_BYTES` or more, runs not split, processes that can be forked, and
+    a cut that keeps every trace whole); None otherwise."""
+    from .formats import detect
+
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if workers < 2 or len(sources) != 1 or opts.split_runs or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    source = sources[0]
+    if not isinstance(source, (str, Path)):
+        return None
+    path = Path(source)
+    if not path.is_file() or path.suffix == ".gz" or path.stat().st_size < MIN_SPLIT_BYTES:
+        return None
+    found = detect(path)
+    if found.name != "otlp" or not is_json_lines(path):
+        return None
+    lines = trace_lines(path)
+    cuts = safe_cuts(lines.values(), max((last for _, last in lines.values()), default=0), workers)
+    if not cuts:
+        return None
+    starts = [0, *line_offsets(path, cuts), path.stat().st_size]
+    first_lines = [1, *cuts]
+    parts = [(starts[k], starts[k + 1], first_lines[k]) for k in range(len(first_lines))]
+    return _Plan(str(source), path, found, parts, _closing({t: (0, last) for t, (_, last) in lines.items()}))
+
+
+@dataclass
+class _PartJob:
+    """What every part's process needs; a forked process inherits it (labels and options may
+    hold functions, which need not be picklable)."""
+
+    plan: _Plan
+    index: LabelIndex
+    opts: IngestOptions
+    folder: Path
+
+
+_JOB: _PartJob | None = None
+
+
+@dataclass
+class _PartDone:
+    """What reading one part found; its traces are in the part's file."""
+
+    result: IngestResult
+    keys: list[tuple[tuple[str, str], str]]  # ((query_id, pipeline), trace id) in accounting order
+    used: list[int]  # positions of the labels a request matched
+    chunk_keys: set[str]
+    conventions: Counter[str]
+    spans: int
+    unscanned: bool = False  # a trace the scan did not close: read the file in one process
+    error: Exception | None = None  # raised after the keys before it are checked against earlier parts
+
+
+def _ingest_part(k: int) -> _PartDone:
+    """Read part ``k`` of the job's file into ``<folder>/<k>.jsonl`` (in a forked process)."""
+    from .otlp import read_otlp_batches
+
+    assert _JOB is not None
+    job = _JOB
+    result = IngestResult([], [], [])
+    accounts = _Accounts(result, job.index, job.opts, job.plan.name)
+    groups = TraceGroups(job.plan.closing)
+    error = None
+    unscanned = False
+    try:
+        with open(job.folder / f"{k}.jsonl", "wb") as out:
+            for line, spans in read_otlp_batches(job.plan.path, job.plan.parts[k]):
+                for trace in accounts.line(0, line, spans, groups, job.plan.name):
+                    out.write(trace_line(trace))
+            unscanned = bool(groups.open)
+    except TraceError as exc:  # SpanError too; raised by the caller, in file order
+        error = exc
+    used = [i for i, label in enumerate(job.index.labels) if id(label) in job.index.used]
+    return _PartDone(result, list(accounts.seen.items()), used, accounts.chunk_keys, accounts.conventions,
+                     accounts.spans, unscanned, error)
+
+
+def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions) -> IngestResult | None:
+    """Read the planned parts in as many processes and account them in file order into one
+    result and ``out``; None when a part met a trace the scan did not close (then one process
+    must read the file)."""
+    global _JOB
+    result = IngestResult([], [], [])
+    with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder:
+        _JOB = _PartJob(plan, index, opts, Path(folder))
+        try:
+            with ProcessPoolExecutor(len(plan.parts), mp_context=multiprocessing.get_context("fork")) as pool:
+                parts = list(pool.map(_ingest_part, range(len(plan.parts))))
+        finally:
+            _JOB = None
+        if any(part.unscanned for part in parts if part.error is None):
+            return None
+        accounts = _Accounts(result, index, opts, plan.name)
+        for part in parts:
+            for key, trace_id in part.keys:
+                if key in accounts.seen:
+                    raise accounts.asked_twice(key, trace_id)
+            if part.error is not None:
+                raise part.error
+            accounts.seen.update(part.keys)
+        chunk_keys: set[str] = set()
+        conventions: Counter[str] = Counter()
+        for part in parts:
+            result.merge(part.result)
+            index.used.update(id(index.labels[i]) for i in part.used)
+            chunk_keys |= part.chunk_keys
+            conventions.update(part.conventions)
+        with trace_output(out) as stream:
+            for k in range(len(parts)):
+                with open(Path(folder) / f"{k}.jsonl", "rb") as written:
+                    shutil.copyfileobj(written, stream, 1 << 20)
+    result.written = result.counts.n
+    read_note(plan.name, plan.found, sum(part.spans for part in parts), result.read, result.warnings)
+    _conclude(result, index, chunk_keys, conventions, sum(part.spans for part in parts))
+    return result
