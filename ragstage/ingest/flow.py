@@ -6,13 +6,13 @@
 account for it in the order its trace id was first seen: the duplicate check, the run
 numbering, and every count and list of :class:`.build.IngestResult`.
 
-One large OTLP JSON Lines file written to a file is read in parts, one per core: the trace-id
-scan that streams the file also tells where it can be cut with every trace inside one part,
-each part is read by a forked process that writes its traces to a file of its own, and the
-parts are accounted in file order, so the output file and the result are the same, byte for
-byte and item for item, as one process gives. Reading is pure Python (the span tree, the
-documents, prompt recovery, the check of each trace), so a second core nearly halves the
-wall time of a week's export; CPU time stays what it is.
+One large OTLP JSON Lines file written to a file is read in parts, one per core, on Linux
+(where processes fork safely): the trace-id scan that streams the file also tells where it can
+be cut with every trace inside one part, each part is read by a forked process that writes its
+traces to a file of its own, and the parts are accounted in file order, so the output file and
+the result are the same, byte for byte and item for item, as one process gives. Reading is
+pure Python (the span tree, the documents, prompt recovery, the check of each trace), so a
+second core nearly halves the wall time of a week's export; CPU time stays what it is.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import gc
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -355,12 +356,12 @@ class _Plan:
 
 def _plan(sources: list[Any], opts: IngestOptions, workers: int | None) -> _Plan | None:
     """The parts of the one input when it is worth reading in parts (one plain OTLP JSON Lines
-    file of :data:`MIN_SPLIT_BYTES` or more, runs not split, processes that can be forked, and
-    a cut that keeps every trace whole); None otherwise."""
+    file of :data:`MIN_SPLIT_BYTES` or more, runs not split, Linux, and a cut that keeps every
+    trace whole); None otherwise."""
     from .formats import detect
 
     workers = (os.cpu_count() or 1) if workers is None else workers
-    if workers < 2 or len(sources) != 1 or opts.split_runs or "fork" not in multiprocessing.get_all_start_methods():
+    if workers < 2 or len(sources) != 1 or opts.split_runs or not _can_fork():
         return None
     source = sources[0]
     if not isinstance(source, (str, Path)):
@@ -379,6 +380,12 @@ def _plan(sources: list[Any], opts: IngestOptions, workers: int | None) -> _Plan
     first_lines = [1, *cuts]
     parts = [(starts[k], starts[k + 1], first_lines[k]) for k in range(len(first_lines))]
     return _Plan(str(source), path, found, parts, _closing({t: (0, last) for t, (_, last) in lines.items()}))
+
+
+def _can_fork() -> bool:
+    """Forking is safe on Linux; macOS's system libraries are not fork-safe (Python starts
+    processes there by spawning), and Windows cannot fork: there one process reads the file."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 @dataclass
