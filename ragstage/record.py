@@ -25,7 +25,7 @@ import orjson
 
 from .fields import FIELDS, META_DEPTH, TraceError, check_record, missing, too_deep
 
-__all__ = ["Record", "decode_record", "as_record"]
+__all__ = ["Record", "decode_record", "as_record", "DECODE_LINES", "DECODE_NAMES"]
 
 
 def _struct_fields() -> list[tuple[str, Any, Any]]:
@@ -47,25 +47,50 @@ Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=Tru
                            module=__name__)
 _decode = msgspec.json.Decoder(Record).decode
 
+#: The body of :func:`decode_record`, as lines of Python that decode ``line`` into ``rec``: compiled
+#: into :func:`decode_record` here, and written into :mod:`ragstage.streaming`'s counting loop, so that
+#: a line costs one call there (msgspec's). It reads the names of :data:`DECODE_NAMES`.
+DECODE_LINES: tuple[str, ...] = (
+    "try:",
+    "    rec = _decode(line)",
+    "except _DecodeError:  # not the plain types (or not JSON): the full check decides",
+    "    rec = _checked(line)",
+    "else:",
+    "    if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'",
+    "        raise _missing('query_id')",
+    "    if rec.meta:",
+    "        rec.meta = _meta(rec.meta)",
+)
 
-def decode_record(line: bytes) -> Record:
-    """One JSON line as a checked :class:`Record`.
 
-    Raises :class:`~ragstage.fields.TraceError` naming the field, or
-    ``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
-    ``check_record(orjson.loads(line))`` would.
-    """
-    try:
-        rec = _decode(line)
-    except msgspec.DecodeError:  # not the plain types (or not JSON): the full check decides
-        return as_record(check_record(orjson.loads(line)))
-    if rec.query_id is None:  # typed as nullable only so that the error is check_record's "missing"
-        raise missing("query_id")
-    if rec.meta:
-        if too_deep(rec.meta):
-            raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
-        rec.meta = _as_orjson_reads(rec.meta)
-    return rec
+def _checked(line: bytes) -> Record:
+    return as_record(check_record(orjson.loads(line)))
+
+
+def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+    if too_deep(meta):
+        raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
+    return _as_orjson_reads(meta)
+
+
+DECODE_NAMES: dict[str, Any] = {"_decode": _decode, "_DecodeError": msgspec.DecodeError, "_checked": _checked,
+                                "_missing": missing, "_meta": _meta}
+
+
+def _decoder() -> Any:
+    namespace = dict(DECODE_NAMES)
+    source = "\n".join(["def decode_record(line):", *("    " + s for s in DECODE_LINES), "    return rec"])
+    exec(compile(source, "<ragstage.record decode_record>", "exec"), namespace)  # noqa: S102 - source built above
+    return namespace["decode_record"]
+
+
+decode_record = _decoder()
+decode_record.__doc__ = """One JSON line as a checked :class:`Record`.
+
+Raises :class:`~ragstage.fields.TraceError` naming the field, or
+``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
+``check_record(orjson.loads(line))`` would."""
+decode_record.__module__ = __name__
 
 
 def _as_orjson_reads(value: Any) -> Any:
