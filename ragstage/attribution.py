@@ -367,7 +367,7 @@ PYTHON_TESTS: dict[str, str] = {
     "holds": "bool(rec.{f}) and (single in rec.{f} if single is not None else not gold.isdisjoint(rec.{f}))",
     "some_false": "bool(rec.{f}) and not all(rec.{f})",
     "flag": "{f!r} in flags",
-    "leaves_out": "_leaves_out(rec.{f}, rec.{o})",
+    "leaves_out": "(rec.{f}[0] not in rec.{o} if len(rec.{f}) == 1 else _leaves_out(rec.{f}, rec.{o}))",
     "cites_outside": "'[' in rec.{f} and _cites_outside(rec.{f}, rec.{o})",  # no "[", no marker: no call
     "numeric_unmarked": "_numeric_unmarked(rec.{f})",
 }
@@ -443,10 +443,13 @@ def walk_lines(require: str, value: Callable[[int, Rule], str], found: str = "fo
              f"    need = {'1' if require == 'any' else 'len(gold)'}",
              f"{found} = 0",
              "if rec.answer or rec.answer_ids:"]
+    set_before = 0  # the bits an earlier row can have set: only those are worth testing
     for rule in FLAG_RULES:
         bit = FLAG_BITS[rule.outcome]
-        lines += [f"    if not {found} & {bit} and {' and '.join(_python(t, found) for t in rule.tests)}:",
+        unset = [f"not {found} & {bit}"] if set_before & bit else []
+        lines += [f"    if {' and '.join(unset + [_python(t, found) for t in rule.tests])}:",
                   f"        {found} |= {bit}"]
+        set_before |= bit
     for i, rule in enumerate(RULES):
         test = " and ".join(_python(t, found) for t in rule.tests)
         if not test and i != len(RULES) - 1:

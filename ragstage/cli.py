@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import sys
 from typing import Sequence
 
@@ -233,7 +234,12 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(full=not argv or argv[0] not in _LIGHT).parse_args(argv)
+    light = bool(argv) and argv[0] in _LIGHT
+    if light and "numpy" not in sys.modules:
+        # These commands do no linear algebra: numpy's BLAS need not start a thread per core (each
+        # spins for a while once started), on a machine whose cores count the traces.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args = build_parser(full=not light).parse_args(argv)
     try:
         return int(args.func(args))
     except (TraceError, ValueError, FileNotFoundError) as exc:
