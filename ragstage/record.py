@@ -25,15 +25,15 @@ import orjson
 
 from .fields import FIELDS, META_DEPTH, TraceError, check_record, missing, too_deep
 
-__all__ = ["Record", "decode_record", "as_record", "DECODE_LINES", "DECODE_NAMES"]
+__all__ = ["Record", "Counted", "decode_record", "as_record", "DECODE_LINES", "DECODE_NAMES", "COUNT_NAMES"]
 
 
-def _struct_fields() -> list[tuple[str, Any, Any]]:
+def _struct_fields(fresh_meta: bool = True) -> list[tuple[str, Any, Any]]:
     out: list[tuple[str, Any, Any]] = []
     for name, f in FIELDS.items():
         plain = f.kind.plain
         if name == "meta":  # absent or null is no metadata: a fresh {} (a null goes to check_record)
-            out.append((name, plain, msgspec.field(default_factory=dict)))
+            out.append((name, plain, msgspec.field(default_factory=dict) if fresh_meta else None))
             continue
         kind = None if plain is None else (Optional[plain] if f.nullable or f.default is None else plain)
         out.append((name, kind, f.default))
@@ -46,6 +46,10 @@ def _struct_fields() -> list[tuple[str, Any, Any]]:
 Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=True, gc=False,
                            module=__name__)
 _decode = msgspec.json.Decoder(Record).decode
+#: What counting decodes a line into: a :class:`Record` but for an absent ``meta``, which is None
+#: instead of a fresh ``{}`` (both mean no metadata, and a count keeps no trace to change it).
+Counted = msgspec.defstruct("Counted", _struct_fields(fresh_meta=False), forbid_unknown_fields=True, gc=False,
+                            module=__name__)
 
 #: The body of :func:`decode_record`, as lines of Python that decode ``line`` into ``rec``: compiled
 #: into :func:`decode_record` here, and written into :mod:`ragstage.streaming`'s counting loop, so that
@@ -75,6 +79,8 @@ def _meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 DECODE_NAMES: dict[str, Any] = {"_decode": _decode, "_DecodeError": msgspec.DecodeError, "_checked": _checked,
                                 "_missing": missing, "_meta": _meta}
+#: :data:`DECODE_NAMES` for counting: the lines decode into :data:`Counted`.
+COUNT_NAMES: dict[str, Any] = {**DECODE_NAMES, "_decode": msgspec.json.Decoder(Counted).decode}
 
 
 def _decoder() -> Any:

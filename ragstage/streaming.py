@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 import orjson
 
 from .fields import FIELDS
-from .record import DECODE_LINES, DECODE_NAMES, as_record
+from .record import COUNT_NAMES, DECODE_LINES, as_record
 from .tally import (
     Counting,
     Tally,
@@ -82,7 +82,7 @@ _DECODE = ["lines += 1", "try:", *("    " + s for s in DECODE_LINES),
 @lru_cache(maxsize=None)
 def _range_counter(by: str | None, require: str) -> Callable[..., None]:
     return Counting(by, require).compile("def _count_lines(blocks, rows, append, chunk):", _LOOP,
-                                         ["finally:", "    chunk.lines = lines"], _DECODE, **DECODE_NAMES,
+                                         ["finally:", "    chunk.lines = lines"], _DECODE, **COUNT_NAMES,
                                          _JSONDecodeError=orjson.JSONDecodeError, _is_blank=is_blank)
 
 
