@@ -111,3 +111,19 @@ def rule_of(trace, require):
 def test_counting_reads_require_once():
     with pytest.raises(ValueError, match="require must be"):
         Counting("pipeline", "most")
+
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)  # what UTF-8 can encode
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(TEXT, TEXT), max_size=20))
+def test_digest_pairs_are_the_key_digests(keys):
+    from zlib import adler32, crc32
+
+    pairs = array("I")
+    for query_id, pipeline in keys:
+        key = f"{query_id}\x00{pipeline}".encode()
+        pairs.extend((crc32(key), adler32(key)))
+    assert pair_digests(pairs.tobytes()).tolist() == [key_digest(q, p) for q, p in keys]
