@@ -54,6 +54,8 @@ __all__ = [
     "WALK_SOURCE",
     "FLAGS_SOURCE",
     "PYTHON_TESTS",
+    "walk_lines",
+    "WALK_NAMES",
     "outcome",
     "check_require",
     "survives",
@@ -365,14 +367,19 @@ PYTHON_TESTS: dict[str, str] = {
     "holds": "bool(rec.{f}) and (single in rec.{f} if single is not None else not gold.isdisjoint(rec.{f}))",
     "some_false": "bool(rec.{f}) and not all(rec.{f})",
     "flag": "{f!r} in flags",
-    "leaves_out": "_leaves_out(rec.{f}, rec.{o})",
+    "leaves_out": "(rec.{f}[0] not in rec.{o} if len(rec.{f}) == 1 else _leaves_out(rec.{f}, rec.{o}))",
     "cites_outside": "'[' in rec.{f} and _cites_outside(rec.{f}, rec.{o})",  # no "[", no marker: no call
     "numeric_unmarked": "_numeric_unmarked(rec.{f})",
 }
 
 
-def _python(test: Test) -> str:
-    expr = PYTHON_TESTS[test.kind].format(f=test.field, o=test.other)
+def _python(test: Test, flags: str = "") -> str:
+    """``test`` as a Python expression; with ``flags`` (the name of a bit mask of :data:`FLAG_BITS`),
+    a ``flag`` test reads that mask instead of the tuple of flag names."""
+    if flags and test.kind == "flag":
+        expr = f"{flags} & {FLAG_BITS[test.field]}"
+    else:
+        expr = PYTHON_TESTS[test.kind].format(f=test.field, o=test.other)
     return f"not ({expr})" if test.negate else f"({expr})"
 
 
@@ -415,6 +422,48 @@ def _flags_source() -> str:
 
 FLAGS_SOURCE = _flags_source()
 _flags_of = _compile(FLAGS_SOURCE, "_flags_of")
+
+
+def walk_lines(require: str, value: Callable[[int, Rule], str], found: str = "found",
+               decided: str = "decided") -> list[str]:
+    """The walk down :data:`FLAG_RULES` and :data:`RULES` as lines of Python, to be written into a loop.
+
+    The lines read ``rec`` (a checked trace) and set ``found`` (its flags, as a mask of
+    :data:`FLAG_BITS`) and ``decided`` (``value(i, rule)``, an expression, for the first rule ``i``
+    whose tests hold): the same tests as :data:`WALK_SOURCE` and :data:`FLAGS_SOURCE` with no call
+    per trace, for a counter that runs them a million times. ``require`` is fixed in the lines.
+    ``tests/test_tally.py`` checks that a loop built of them counts as :func:`outcome` does.
+    """
+    check_require(require)
+    lines = ["gold_ids = rec.gold",  # _gold, written out; with one gold id, the tests read single alone
+             "if len(gold_ids) == 1:",
+             "    single = gold_ids[0]",
+             "else:",
+             "    gold, single = frozenset(gold_ids), None",
+             f"    need = {'1' if require == 'any' else 'len(gold)'}",
+             f"{found} = 0",
+             "if rec.answer or rec.answer_ids:"]
+    set_before = 0  # the bits an earlier row can have set: only those are worth testing
+    for rule in FLAG_RULES:
+        bit = FLAG_BITS[rule.outcome]
+        unset = [f"not {found} & {bit}"] if set_before & bit else []
+        lines += [f"    if {' and '.join(unset + [_python(t, found) for t in rule.tests])}:",
+                  f"        {found} |= {bit}"]
+        set_before |= bit
+    for i, rule in enumerate(RULES):
+        test = " and ".join(_python(t, found) for t in rule.tests)
+        if not test and i != len(RULES) - 1:
+            raise AssertionError("only the last rule may have no test")
+        head = "else:" if not test else f"{'if' if i == 0 else 'elif'} {test}:"
+        lines += [head, f"    {decided} = {value(i, rule)}"]
+    if RULES[-1].tests:
+        lines += ["else:", "    raise AssertionError('the last rule has no test')"]
+    return lines
+
+
+#: The names the lines of :func:`walk_lines` read, besides ``rec``.
+WALK_NAMES: dict[str, Any] = {"_NO_GOLD": _NO_GOLD, "_leaves_out": _leaves_out, "_cites_outside": _cites_outside,
+                              "_numeric_unmarked": _numeric_unmarked}
 
 
 def _gold(rec: Checked) -> tuple[frozenset[str], str | None, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import sys
 from typing import Sequence
 
@@ -156,7 +157,15 @@ def _count(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
+_LIGHT = ("attribute", "compare", "report", "convert")
+_HEAVY = ("run", "ingest", "doctor")
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The parser of every command. ``full=False``: the same parser for the commands of ``_LIGHT``,
+    with ``run``, ``ingest`` and ``doctor`` as names only (the same usage line and errors), so that
+    ``attribute`` starts without importing the pipeline's modules (and numpy)."""
     parser = argparse.ArgumentParser(prog="ragstage", description="Find which stage of a RAG system lost the answer.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -205,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("target", metavar="OUT", help=".parquet, .jsonl or .jsonl.gz")
     conv.set_defaults(func=_convert)
 
+    if not full:
+        for name in _HEAVY:
+            sub.add_parser(name)
+        return parser
     run = sub.add_parser("run", help="run a retrieval → reranking → assembly → generation pipeline")
     from .pipeline.cli_run import add_run_arguments
 
@@ -220,7 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    light = bool(argv) and argv[0] in _LIGHT
+    if light and "numpy" not in sys.modules:
+        # These commands do no linear algebra: numpy's BLAS need not start a thread per core (each
+        # spins for a while once started), on a machine whose cores count the traces.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args = build_parser(full=not light).parse_args(argv)
     try:
         return int(args.func(args))
     except (TraceError, ValueError, FileNotFoundError) as exc:

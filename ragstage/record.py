@@ -25,15 +25,15 @@ import orjson
 
 from .fields import FIELDS, META_DEPTH, TraceError, check_record, missing, too_deep
 
-__all__ = ["Record", "decode_record", "as_record"]
+__all__ = ["Record", "Counted", "decode_record", "as_record", "DECODE_LINES", "DECODE_NAMES", "COUNT_NAMES"]
 
 
-def _struct_fields() -> list[tuple[str, Any, Any]]:
+def _struct_fields(fresh_meta: bool = True) -> list[tuple[str, Any, Any]]:
     out: list[tuple[str, Any, Any]] = []
     for name, f in FIELDS.items():
         plain = f.kind.plain
         if name == "meta":  # absent or null is no metadata: a fresh {} (a null goes to check_record)
-            out.append((name, plain, msgspec.field(default_factory=dict)))
+            out.append((name, plain, msgspec.field(default_factory=dict) if fresh_meta else None))
             continue
         kind = None if plain is None else (Optional[plain] if f.nullable or f.default is None else plain)
         out.append((name, kind, f.default))
@@ -46,26 +46,57 @@ def _struct_fields() -> list[tuple[str, Any, Any]]:
 Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=True, gc=False,
                            module=__name__)
 _decode = msgspec.json.Decoder(Record).decode
+#: What counting decodes a line into: a :class:`Record` but for an absent ``meta``, which is None
+#: instead of a fresh ``{}`` (both mean no metadata, and a count keeps no trace to change it).
+Counted = msgspec.defstruct("Counted", _struct_fields(fresh_meta=False), forbid_unknown_fields=True, gc=False,
+                            module=__name__)
+
+#: The body of :func:`decode_record`, as lines of Python that decode ``line`` into ``rec``: compiled
+#: into :func:`decode_record` here, and written into :mod:`ragstage.streaming`'s counting loop, so that
+#: a line costs one call there (msgspec's). It reads the names of :data:`DECODE_NAMES`.
+DECODE_LINES: tuple[str, ...] = (
+    "try:",
+    "    rec = _decode(line)",
+    "except _DecodeError:  # not the plain types (or not JSON): the full check decides",
+    "    rec = _checked(line)",
+    "else:",
+    "    if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'",
+    "        raise _missing('query_id')",
+    "    if rec.meta:",
+    "        rec.meta = _meta(rec.meta)",
+)
 
 
-def decode_record(line: bytes) -> Record:
-    """One JSON line as a checked :class:`Record`.
+def _checked(line: bytes) -> Record:
+    return as_record(check_record(orjson.loads(line)))
 
-    Raises :class:`~ragstage.fields.TraceError` naming the field, or
-    ``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
-    ``check_record(orjson.loads(line))`` would.
-    """
-    try:
-        rec = _decode(line)
-    except msgspec.DecodeError:  # not the plain types (or not JSON): the full check decides
-        return as_record(check_record(orjson.loads(line)))
-    if rec.query_id is None:  # typed as nullable only so that the error is check_record's "missing"
-        raise missing("query_id")
-    if rec.meta:
-        if too_deep(rec.meta):
-            raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
-        rec.meta = _as_orjson_reads(rec.meta)
-    return rec
+
+def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+    if too_deep(meta):
+        raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
+    return _as_orjson_reads(meta)
+
+
+DECODE_NAMES: dict[str, Any] = {"_decode": _decode, "_DecodeError": msgspec.DecodeError, "_checked": _checked,
+                                "_missing": missing, "_meta": _meta}
+#: :data:`DECODE_NAMES` for counting: the lines decode into :data:`Counted`.
+COUNT_NAMES: dict[str, Any] = {**DECODE_NAMES, "_decode": msgspec.json.Decoder(Counted).decode}
+
+
+def _decoder() -> Any:
+    namespace = dict(DECODE_NAMES)
+    source = "\n".join(["def decode_record(line):", *("    " + s for s in DECODE_LINES), "    return rec"])
+    exec(compile(source, "<ragstage.record decode_record>", "exec"), namespace)  # noqa: S102 - source built above
+    return namespace["decode_record"]
+
+
+decode_record = _decoder()
+decode_record.__doc__ = """One JSON line as a checked :class:`Record`.
+
+Raises :class:`~ragstage.fields.TraceError` naming the field, or
+``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
+``check_record(orjson.loads(line))`` would."""
+decode_record.__module__ = __name__
 
 
 def _as_orjson_reads(value: Any) -> Any:

@@ -4,7 +4,8 @@
 with the file. So this path never builds :class:`~ragstage.trace.Trace` objects: each
 line is decoded and checked into a :class:`~ragstage.record.Record` (typed decoding, with
 :func:`~ragstage.fields.check_record` for any line the plain types do not fit) and counted
-by :func:`~ragstage.tally.tally_records`, which keeps only the counts and one digest per
+by the loop of :class:`~ragstage.tally.Counting` (the counts of :func:`~ragstage.tally.tally_records`,
+the decoding and the walk written into one loop), which keeps only the counts and one digest per
 key. A plain file is cut into line-aligned byte ranges, one per worker process; a ``.gz``
 file is read by one process. Duplicates are located afterwards, with line numbers, by a
 second read of the file. :mod:`ragstage.formats` picks this reader or the Parquet one.
@@ -16,15 +17,24 @@ import os
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 
-from .attribution import Checked
 from .fields import FIELDS
-from .record import as_record, decode_record
-from .tally import Tally, find_duplicate, repeated_digests, tally_records
+from .record import COUNT_NAMES, DECODE_LINES, as_record
+from .tally import (
+    Counting,
+    Tally,
+    find_duplicate,
+    no_cycle_collector,
+    pair_digests,
+    repeated_digests,
+    tally_of_rows,
+    tally_records,
+)
 from .trace import TraceError, is_blank, read_records
 
 __all__ = ["count_jsonl"]
@@ -44,48 +54,51 @@ class _Chunk:
     error: tuple[int, str, str | None] | None = None  # (line within chunk, message, field)
 
 
-def _range_records(path: str, start: int, end: int, chunk: _Chunk) -> Iterator[Checked]:
-    """Checked records of the lines that start in ``[start, end)``; ``chunk.lines`` counts them.
+def _blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
+    """The lines that start in ``[start, end)``, in blocks of about a megabyte (``readlines`` splits
+    them in C); a line read past the range's end belongs to the next range and is dropped. The file is
+    read a block at a time too (the default buffer of 8 KB would cost a system call per 8 KB)."""
+    with open(path, "rb", buffering=_BLOCK) as handle:
+        handle.seek(start)
+        left = end - start
+        while left > 0:
+            block = handle.readlines(min(left, _BLOCK))
+            if not block:
+                break
+            size = sum(map(len, block))
+            while size > left:  # readlines stops only once it has read more than asked
+                size -= len(block.pop())
+            left -= size
+            yield block
 
-    Lines come in blocks of about a megabyte (``readlines`` splits them in C); a line read
-    past the range's end belongs to the next range and is dropped.
-    """
-    decode, blank = decode_record, orjson.JSONDecodeError
-    lines = 0
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            left = end - start
-            while left > 0:
-                block = handle.readlines(min(left, _BLOCK))
-                if not block:
-                    break
-                size = sum(map(len, block))
-                while size > left:  # readlines stops only once it has read more than asked
-                    size -= len(block.pop())
-                left -= size
-                for raw in block:
-                    lines += 1
-                    try:
-                        rec = decode(raw)
-                    except blank:  # a blank line is skipped; anything else that is not JSON is an error
-                        if is_blank(raw):
-                            continue
-                        raise
-                    yield rec
-    finally:
-        chunk.lines = lines
+
+#: One range's loop: each line decoded by the lines of :data:`~ragstage.record.DECODE_LINES` (a blank
+#: line skipped, anything else that is not JSON an error), then counted by :class:`~ragstage.tally.Counting`'s
+#: lines; ``chunk.lines`` counts the lines read, up to and including one that raised.
+_LOOP = ["lines = 0", "try:", "    for block in blocks:", "        for line in block:"]
+_DECODE = ["lines += 1", "try:", *("    " + s for s in DECODE_LINES),
+           "except _JSONDecodeError:", "    if _is_blank(line):", "        continue", "    raise"]
+
+
+@lru_cache(maxsize=None)
+def _range_counter(by: str | None, require: str) -> Callable[..., None]:
+    return Counting(by, require).compile("def _count_lines(blocks, rows, append, chunk):", _LOOP,
+                                         ["finally:", "    chunk.lines = lines"], _DECODE, **COUNT_NAMES,
+                                         _JSONDecodeError=orjson.JSONDecodeError, _is_blank=is_blank)
 
 
 def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> _Chunk:
     out = _Chunk()
-    digests = array("q")
+    digests = array("I")
+    rows: dict[str, list[int]] = {}
     try:
-        out.tally = tally_records(_range_records(path, start, end, out), by, require, digests)
+        with no_cycle_collector():
+            _range_counter(by, require)(_blocks(path, start, end), rows, digests.append, out)
     except orjson.JSONDecodeError as exc:
         out.error = (out.lines, f"invalid JSON ({exc})", None)
     except TraceError as exc:
         out.error = (out.lines, exc.detail, exc.field)
+    out.tally = tally_of_rows(rows)
     out.digests = digests.tobytes()
     return out
 
@@ -135,7 +148,7 @@ def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "a
             line, message, fld = chunk.error
             raise TraceError(message, path=str(path), line=offset + line, field=fld)
         offset += chunk.lines
-    suspects = repeated_digests(c.digests for c in chunks)
+    suspects = repeated_digests(pair_digests(c.digests).tobytes() for c in chunks)
     if suspects:
         duplicate = find_duplicate(_line_keys(path), suspects, "line")
         if duplicate is not None:

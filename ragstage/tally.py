@@ -19,14 +19,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 from zlib import adler32, crc32
 
-from .attribution import Checked, check_require, outcome
+from .attribution import (
+    BUCKETS,
+    FLAG_COMBINATIONS,
+    RULES,
+    WALK_NAMES,
+    Checked,
+    Stage,
+    check_require,
+    outcome,
+    walk_lines,
+)
 from .fields import FIELDS, FirstSeen
 
-__all__ = ["Tally", "tally_records", "group_of", "plain_group", "key_digest", "key_digests", "repeated_digests",
-           "find_duplicate"]
+__all__ = ["Tally", "tally_records", "group_of", "plain_group", "key_digest", "key_digests", "pair_digests",
+           "repeated_digests", "find_duplicate", "Counting", "count_records", "tally_of_rows", "no_cycle_collector"]
 
 
 def key_digest(query_id: str, pipeline: str) -> int:
@@ -97,6 +107,15 @@ def _crc_table() -> Any:
     for _ in range(8):
         table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
     return table
+
+
+def pair_digests(pairs: bytes) -> Any:
+    """:func:`key_digest` of keys whose CRC-32 and Adler-32 were kept side by side (an ``array("I")``
+    of pairs, as :class:`Counting` keeps them), as an int64 numpy array."""
+    import numpy as np
+
+    pair = np.frombuffer(pairs, np.uint32).reshape(-1, 2).astype(np.uint64)
+    return ((pair[:, 0] << np.uint64(32) | pair[:, 1]) ^ np.uint64(1 << 63)).view(np.int64)
 
 
 def repeated_digests(parts: Iterable[bytes]) -> set[int]:
@@ -204,7 +223,7 @@ def tally_records(records: Iterable[Checked], by: str | None = "pipeline", requi
     append = (digests if digests is not None else array("q")).append
     check_require(require)
     get, walk, digest, group = counts.get, outcome, key_digest, _grouper(by)
-    with _no_cycle_collector():
+    with no_cycle_collector():
         for rec in records:
             append(digest(rec.query_id, rec.pipeline))
             stage, flags = walk(rec, require)
@@ -213,8 +232,94 @@ def tally_records(records: Iterable[Checked], by: str | None = "pipeline", requi
     return Tally.from_counts(counts)
 
 
+#: A :class:`Counting` row per group: one count per (bucket, flag mask, query judged, reranked) code.
+_CODES = len(BUCKETS) * len(FLAG_COMBINATIONS) * 4
+
+
+class Counting:
+    """The counting loop of :func:`tally_records` for one ``by`` and ``require``, written out once as
+    plain Python around the lines of :func:`~ragstage.attribution.walk_lines`: no call per rule or
+    per trace for the walk, and an integer code per (bucket, flags, query judged, reranked) counted
+    in a list per group instead of a tuple key per trace. Each key's digest is kept as its CRC-32
+    and Adler-32 side by side (:func:`pair_digests` gives the :func:`key_digest` values).
+
+    ``lines(head, depth)`` gives the counting lines of one trace (``rec``) to put in a loop, and
+    ``names`` what they read besides; :meth:`count` runs them over records. ``tests/test_tally.py``
+    checks that the counts equal :func:`tally_records`' on random traces and any split of them.
+    """
+
+    def __init__(self, by: str | None = "pipeline", require: str = "any") -> None:
+        check_require(require)
+        self.by, self.require = by, require
+        self.names: dict[str, Any] = {**WALK_NAMES, "_crc32": crc32, "_adler32": adler32, "_group": _grouper(by),
+                                      "_CODES": _CODES}
+        self._count = self.compile("def _count(records, rows, append):", ["for rec in records:"])
+
+    def lines(self) -> list[str]:
+        """The counting of one checked trace ``rec`` into ``rows`` (and its digest pair into ``append``)."""
+        by = self.by
+        group = '"all"' if by is None else f"rec.{by}" if plain_group(by) else "_group(rec)"
+        step = len(FLAG_COMBINATIONS) * 4
+        return ["key = f'{rec.query_id}\\x00{rec.pipeline}'.encode()",
+                "append(_crc32(key))",
+                "append(_adler32(key))",
+                *walk_lines(self.require, lambda i, rule: str(BUCKETS.index(rule.outcome.value) * step)),
+                f"group = {group}",
+                "row = rows.get(group)",
+                "if row is None:",
+                "    row = rows[group] = [0] * _CODES",
+                "row[decided + found * 4 + (rec.query_ok is not None) * 2 + (rec.reranked is not None)] += 1"]
+
+    def compile(self, head: str, loop: Sequence[str], tail: Sequence[str] = (), before: Sequence[str] = (),
+                **names: Any) -> Callable[..., Any]:
+        """A function: ``head`` (its ``def`` line), then ``loop`` (body lines, indented relative to the
+        body, the last one opening the block run per trace), in that block the ``before`` lines (which
+        bind ``rec``) and the counting lines, then ``tail``. It reads :attr:`names` and ``names``."""
+        inner = " " * (4 + len(loop[-1]) - len(loop[-1].lstrip()) + 4)
+        source = "\n".join([head, *("    " + line for line in loop),
+                             *(inner + line for line in [*before, *self.lines()]),
+                             *("    " + line for line in tail)])
+        namespace = {**self.names, **names}
+        name = head.split()[1].split("(")[0]
+        exec(compile(source, f"<ragstage.tally {name}>", "exec"), namespace)  # noqa: S102 - source built above
+        function = namespace[name]
+        function.source = source
+        return function
+
+    def count(self, records: Iterable[Checked], rows: dict[str, list[int]], digests: array) -> None:
+        """Count checked records into ``rows``, their digest pairs into ``digests`` (an ``array("I")``)."""
+        with no_cycle_collector():
+            self._count(records, rows, digests.append)
+
+
+def tally_of_rows(rows: dict[str, list[int]]) -> Tally:
+    """The :class:`Tally` of :class:`Counting`'s rows."""
+    counts: dict[tuple, int] = {}
+    masks = len(FLAG_COMBINATIONS)
+    for group, row in rows.items():
+        for code, k in enumerate(row):
+            if k:
+                rest, ranked = divmod(code, 2)
+                rest, judged = divmod(rest, 2)
+                bucket, mask = divmod(rest, masks)
+                counts[(group, _STAGE_OF[bucket], FLAG_COMBINATIONS[mask], bool(judged), bool(ranked))] = k
+    return Tally.from_counts(counts)
+
+
+_STAGE_OF = tuple(Stage(b) for b in BUCKETS)
+assert {rule.outcome for rule in RULES} <= set(_STAGE_OF)
+
+
+def count_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
+                  digests: array | None = None) -> Tally:
+    """:func:`tally_records` by the loop of :class:`Counting`; digest pairs go to ``digests`` (``array("I")``)."""
+    rows: dict[str, list[int]] = {}
+    Counting(by, require).count(records, rows, digests if digests is not None else array("I"))
+    return tally_of_rows(rows)
+
+
 @contextmanager
-def _no_cycle_collector() -> Iterator[None]:
+def no_cycle_collector() -> Iterator[None]:
     """Pause Python's cycle collector while counting.
 
     Decoded traces hold no reference cycles, so the collector finds nothing; but it runs every

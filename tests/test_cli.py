@@ -143,6 +143,30 @@ def test_import_and_attribute_start_without_pandas_or_scipy():
     assert done.returncode == 0, done.stderr
 
 
+def test_attribute_parses_without_the_pipeline_or_ingest_modules():
+    code = ("import sys; from ragstage.cli import main; main(['attribute', %r, '--format', 'json']); "
+            "assert not {'ragstage.pipeline', 'ragstage.ingest'} & set(sys.modules), sorted(sys.modules)") % FIVE
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("argv", [["attribute"], ["attribute", FIVE, "--bogus"], ["compare", FIVE],
+                                  ["convert", "--help"], ["report", FIVE], ["attribute", FIVE, "--require", "most"]])
+def test_the_light_parser_parses_and_fails_as_the_full_one(argv, capsys):
+    from ragstage.cli import build_parser
+
+    full, light = build_parser(), build_parser(full=False)
+    assert light.format_usage() == full.format_usage()
+    said = []
+    for parser in (full, light):
+        try:
+            said.append(vars(parser.parse_args(argv)))
+        except SystemExit as exc:
+            said.append(exc.code)
+        said.append(capsys.readouterr())
+    assert said[:2] == said[2:]
+
+
 def test_every_public_name_resolves_lazily():
     import ast
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ragstage.attribution import diagnose, diagnose_record
 from ragstage.fields import FIELDS, TraceError, check_record
-from ragstage.record import Record, as_record, decode_record
+from ragstage.record import COUNT_NAMES, DECODE_LINES, Record, as_record, decode_record
 
 # Values of every JSON kind, plus the shapes the fields really take (ids, ranked entries, errors).
 SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False) \
@@ -129,3 +129,28 @@ def test_free_form_meta_reads_as_orjson_reads_it(meta):
     # The assumption behind _as_orjson_reads: big integers are the decoders' only difference.
     line = json.dumps({"query_id": "q", "meta": meta}).encode()
     assert repr(decode_record(line).meta) == repr(orjson.loads(line)["meta"])
+
+
+def _counting_decoder():
+    """decode_record's lines with the names counting gives them (:data:`ragstage.record.COUNT_NAMES`)."""
+    namespace = dict(COUNT_NAMES)
+    exec("\n".join(["def decode(line):", *("    " + s for s in DECODE_LINES), "    return rec"]), namespace)  # noqa: S102
+    return namespace["decode"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(records())
+def test_counting_decodes_as_decode_record_but_an_absent_meta_is_none(obj):
+    line, decode = json.dumps(obj).encode(), _counting_decoder()
+    try:
+        want = decode_record(line)
+    except TraceError as expected:
+        with pytest.raises(TraceError) as got:
+            decode(line)
+        assert (got.value.field, got.value.detail) == (expected.field, expected.detail)
+        return
+    rec = decode(line)
+    for name in FIELDS:
+        got = getattr(rec, name)
+        assert got == getattr(want, name) or name == "meta" and got is None and want.meta == {}, name
+    assert diagnose_record(rec) == diagnose_record(want)

@@ -1,10 +1,15 @@
 """The JSON Lines counter gives the counts of diagnosing Trace objects one by one, on any split."""
 
 import gzip
+import tempfile
 from collections import Counter
+from pathlib import Path
 
+import orjson
 import pytest
-from trace_sets import synthetic
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from trace_sets import random_traces, synthetic
 
 from ragstage import TraceError, diagnose, write_traces
 from ragstage.formats import count_files
@@ -82,3 +87,28 @@ def test_gzip_and_several_files(tmp_path):
     write_traces(packed, traces[200:])
     assert gzip.open(packed).read(1) == b"{"
     assert count_files([plain, packed]).buckets == by_hand(traces)[0]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(random_traces(), min_size=1, max_size=40), st.sampled_from(["pipeline", None, "kind"]),
+       st.sampled_from(["any", "all"]), st.integers(2, 3),
+       st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["", "  ", '{"query_id": "x", "gold": 1}', "{",
+                                                               '{"query_id": null}', "[]"])), max_size=2))
+def test_split_ranges_count_and_fail_as_the_plain_reader(traces, by, require, workers, inserted):
+    traces = [t.replace(query_id=f"{t.query_id}-{i}") for i, t in enumerate(traces)]  # no duplicate keys
+    lines = [orjson.dumps(t.to_dict()).decode() for t in traces]
+    for at, line in sorted(inserted, reverse=True):
+        lines.insert(min(at, len(lines)), line)
+    text = ("\n".join(lines) + "\n").encode()
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as mp:
+        mp.setattr("ragstage.streaming._MIN_SPLIT", 1)
+        plain, packed = Path(folder, "t.jsonl"), Path(folder, "t.jsonl.gz")
+        plain.write_bytes(text)
+        packed.write_bytes(gzip.compress(text))  # read in order, by read_records and tally_records
+        outcomes = []
+        for path in (plain, packed):
+            try:
+                outcomes.append(count_jsonl(path, by, require, workers))
+            except TraceError as exc:
+                outcomes.append(str(exc).replace(str(path), "FILE"))
+    assert outcomes[0] == outcomes[1]

@@ -2,6 +2,8 @@
 
 import random
 
+from hypothesis import strategies as st
+
 from ragstage import Trace
 from ragstage.fixtures import fixtures_dir
 
@@ -33,3 +35,23 @@ def synthetic(n, seed=0):
                          error={"stage": "retrieval", "message": "down"} if rng.random() < 0.02 else None,
                          meta={"kind": rng.choice(["rare", "broad"])}))
     return out
+
+
+IDS = st.lists(st.sampled_from(["g1", "g2", "d1", "d2", "d3"]), max_size=5)  # repeats allowed
+ANSWERS = st.sampled_from(["", "ID: d1", "It is 20 weeks [1].", "It is 20 weeks.", "See [9].", "[2] and [1]",
+                           "Two. 3 [1].", "x [0]"])
+
+
+@st.composite
+def random_traces(draw):
+    """A trace with every field the rules and the groups read, each optional one null or not."""
+    maybe = lambda s: st.none() | s  # noqa: E731
+    return Trace(query_id=draw(st.sampled_from(["q1", "q2", "q3", "é\x00"])),
+                 pipeline=draw(st.sampled_from(["a", "b", "default"])),
+                 gold=draw(IDS), retrieved=draw(IDS), reranked=draw(maybe(IDS)), prompt=draw(maybe(IDS)),
+                 truncated=draw(maybe(IDS)), answer_ids=draw(maybe(IDS)), answer=draw(ANSWERS),
+                 answerable=draw(st.booleans()), refused=draw(st.booleans()), correct=draw(maybe(st.booleans())),
+                 claims=draw(maybe(st.lists(st.booleans(), max_size=3))), complete=draw(maybe(st.booleans())),
+                 query_ok=draw(maybe(st.booleans())), model=draw(maybe(st.sampled_from(["m1", "m2"]))),
+                 error=draw(st.none() | st.none() | st.just({"stage": "retrieval", "message": "down"})),
+                 meta=draw(st.sampled_from([{}, {"kind": "rare"}, {"kind": 3}, {"model": "m9"}])))
