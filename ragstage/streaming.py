@@ -23,13 +23,13 @@ from typing import Callable, Iterator
 
 import orjson
 
+from .collector import collector_paused
 from .fields import FIELDS
 from .record import COUNT_NAMES, DECODE_LINES, as_record
 from .tally import (
     Counting,
     Tally,
     find_duplicate,
-    no_cycle_collector,
     pair_digests,
     repeated_digests,
     tally_of_rows,
@@ -92,7 +92,7 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
     digests = array("I")
     rows: dict[str, list[int]] = {}
     try:
-        with no_cycle_collector():
+        with collector_paused():
             _range_counter(by, require)(_blocks(path, start, end), rows, digests.append, out)
     except orjson.JSONDecodeError as exc:
         out.error = (out.lines, f"invalid JSON ({exc})", None)

@@ -12,14 +12,12 @@ of it (8 MB per million traces), not the strings; a repeated digest is confirmed
 
 from __future__ import annotations
 
-import gc
 from array import array
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 from zlib import adler32, crc32
 
 from .attribution import (
@@ -33,10 +31,11 @@ from .attribution import (
     outcome,
     walk_lines,
 )
+from .collector import collector_paused
 from .fields import FIELDS, FirstSeen
 
 __all__ = ["Tally", "tally_records", "group_of", "plain_group", "key_digest", "key_digests", "pair_digests",
-           "repeated_digests", "find_duplicate", "Counting", "count_records", "tally_of_rows", "no_cycle_collector"]
+           "repeated_digests", "find_duplicate", "Counting", "count_records", "tally_of_rows"]
 
 
 def key_digest(query_id: str, pipeline: str) -> int:
@@ -223,7 +222,7 @@ def tally_records(records: Iterable[Checked], by: str | None = "pipeline", requi
     append = (digests if digests is not None else array("q")).append
     check_require(require)
     get, walk, digest, group = counts.get, outcome, key_digest, _grouper(by)
-    with no_cycle_collector():
+    with collector_paused():
         for rec in records:
             append(digest(rec.query_id, rec.pipeline))
             stage, flags = walk(rec, require)
@@ -288,7 +287,7 @@ class Counting:
 
     def count(self, records: Iterable[Checked], rows: dict[str, list[int]], digests: array) -> None:
         """Count checked records into ``rows``, their digest pairs into ``digests`` (an ``array("I")``)."""
-        with no_cycle_collector():
+        with collector_paused():
             self._count(records, rows, digests.append)
 
 
@@ -316,21 +315,3 @@ def count_records(records: Iterable[Checked], by: str | None = "pipeline", requi
     rows: dict[str, list[int]] = {}
     Counting(by, require).count(records, rows, digests if digests is not None else array("I"))
     return tally_of_rows(rows)
-
-
-@contextmanager
-def no_cycle_collector() -> Iterator[None]:
-    """Pause Python's cycle collector while counting.
-
-    Decoded traces hold no reference cycles, so the collector finds nothing; but it runs every
-    few hundred allocations and walks whatever a reader holds (a Parquet batch turned into
-    Python lists), which cost more than the diagnosis itself. Reference counting still frees
-    every trace as soon as it is counted.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -18,7 +18,6 @@ second core nearly halves the wall time of a week's export; CPU time stays what 
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import shutil
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..collector import collector_paused
 from ..trace import FilePart, Trace, TraceError, trace_line, trace_output, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
@@ -58,7 +58,7 @@ def ingest_spans(spans: Any, labels: Iterable[Label] | str | Path | None = None,
     """
     opts = options or IngestOptions(**kwargs)
     result = IngestResult([], [], [])
-    with _collector_paused():
+    with collector_paused():
         result.traces.extend(_request_traces(_sources(spans), LabelIndex(iter_labels(labels)), opts, result))
     return result
 
@@ -78,7 +78,7 @@ def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str |
     opts = options or IngestOptions(**kwargs)
     sources = _sources(spans)
     index = LabelIndex(iter_labels(labels))
-    with _collector_paused():
+    with collector_paused():
         plan = _plan(sources, opts, workers)
         if plan is not None:
             result = _ingest_parts_to(out, plan, index, opts)
@@ -99,20 +99,6 @@ def _sources(spans: Any) -> list[Any]:
 
 def _names(sources: list[Any]) -> str:
     return ", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block: spans are many small acyclic dicts, and
-    the collector, run again and again over a growing heap, once made reading 100,000 spans
-    several times slower than reading 10,000 ten times."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 #: Attribute prefixes of span conventions this does not read, and what they are.
