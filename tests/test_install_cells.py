@@ -47,16 +47,39 @@ job = json.load(open(sys.argv[1]))
 blocked, tried = set(job["blocked"]), set()
 
 
+# The import system's finders, with the blocked packages absent as on a machine without them:
+# `import` raises ModuleNotFoundError, and importlib.util.find_spec (how libraries probe for an
+# optional package, as accelerate probes for boto3 when transformers loads a model) returns None.
+# Installed distributions stay visible to importlib.metadata, as they were before.
 class NotInstalled:
+
+    def __init__(self, finders):
+        self.finders = finders
+
     def find_spec(self, name, path=None, target=None):
         top = name.split(".")[0]
         if top in blocked:
             tried.add(top)
-            raise ModuleNotFoundError(f"No module named {name!r} (not installed by the install cell)", name=name)
+            return None
+        for finder in self.finders:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                return spec
         return None
 
+    def find_distributions(self, *args, **kwargs):  # importlib.metadata: entry points, versions
+        for finder in self.finders:
+            if hasattr(finder, "find_distributions"):
+                yield from finder.find_distributions(*args, **kwargs)
 
-sys.meta_path.insert(0, NotInstalled())
+    def invalidate_caches(self):
+        for finder in self.finders:
+            if hasattr(finder, "invalidate_caches"):
+                finder.invalidate_caches()
+
+
+sys.meta_path[:] = [NotInstalled(list(sys.meta_path))]
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
