@@ -148,7 +148,7 @@ def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "a
             line, message, fld = chunk.error
             raise TraceError(message, path=str(path), line=offset + line, field=fld)
         offset += chunk.lines
-    suspects = repeated_digests(pair_digests(c.digests).tobytes() for c in chunks)
+    suspects = repeated_digests(pair_digests(c.digests) for c in chunks)
     if suspects:
         duplicate = find_duplicate(_line_keys(path), suspects, "line")
         if duplicate is not None:

@@ -117,8 +117,9 @@ def pair_digests(pairs: bytes) -> Any:
     return ((pair[:, 0] << np.uint64(32) | pair[:, 1]) ^ np.uint64(1 << 63)).view(np.int64)
 
 
-def repeated_digests(parts: Iterable[bytes]) -> set[int]:
-    """The digests (``array("q")`` bytes from each reader) that occur more than once."""
+def repeated_digests(parts: Iterable[Any]) -> set[int]:
+    """The digests that occur more than once; each reader's part is a buffer of int64 digests
+    (``array("q")`` bytes, or :func:`pair_digests`' array, read in place)."""
     import numpy as np  # here, not at the top: the command line starts faster without it
 
     digests = np.concatenate([np.frombuffer(p, dtype=np.int64) for p in parts] or [np.zeros(0, np.int64)])

@@ -461,6 +461,7 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
                 with open(Path(folder) / f"{k}.jsonl", "rb") as written:
                     shutil.copyfileobj(written, stream, 1 << 20)
     result.written = result.counts.n
-    read_note(plan.name, plan.found, sum(part.spans for part in parts), result.read, result.warnings)
-    _conclude(result, index, chunk_keys, conventions, sum(part.spans for part in parts))
+    n_spans = sum(part.spans for part in parts)
+    read_note(plan.name, plan.found, n_spans, result.read, result.warnings)
+    _conclude(result, index, chunk_keys, conventions, n_spans)
     return result
