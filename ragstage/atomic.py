@@ -18,7 +18,6 @@ Two kinds of writer live here, and every writer of the package goes through one 
 from __future__ import annotations
 
 import os
-import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterable, Iterator
@@ -102,7 +101,7 @@ def atomic_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Iter
     and ``target`` is untouched. See :func:`check_output` for what is refused up front.
     """
     target = check_output(target, inputs)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         yield tmp
         if not tmp.exists():  # the writer wrote nothing at all: an empty file, as a plain open would leave
