@@ -112,9 +112,11 @@ def main() -> int:
     ]
     # Every command runs --repeat times, round robin, and the fastest run of each is shown: on a
     # shared machine the minimum is the least disturbed measurement, for every contender alike.
+    # Every other round runs in reverse order: a command's time depends on the one run before it
+    # (on the 2-core machine, the second of two alternating commands was the slower in both orders).
     best: dict[str, dict] = {}
-    for _ in range(args.repeat):
-        for cmd, label in commands:
+    for round_ in range(args.repeat):
+        for cmd, label in commands if round_ % 2 == 0 else commands[::-1]:
             run = timed(cmd, label)
             if label not in best or run["wall"] < best[label]["wall"]:
                 best[label] = run
