@@ -141,8 +141,8 @@ def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "a
     else:
         with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
             futures = [pool.submit(_count_range, str(path), a, b, by, require) for a, b in ranges]
-            # The workers are forked by now; numpy, which the duplicate check needs once they are done,
-            # loads while they count instead of after.
+            # Every worker has started by now (submit starts one per range); numpy, which the duplicate
+            # check needs once they are done, loads while they count instead of after.
             import numpy  # noqa: F401
             chunks = [f.result() for f in futures]
     offset = 0
