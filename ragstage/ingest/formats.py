@@ -192,14 +192,16 @@ def detect(path: str | Path) -> Format:
                     "or a Parquet export", path=str(path))
 
 
-def read_json_values(path: str | Path, parse: Callable[[Any], T]) -> Iterator[tuple[int, T]]:
-    """``(line, parse(value))`` for each value of a JSON Lines file, or for the one document of
-    a file that holds a single (pretty-printed) JSON value; a top-level list gives each item."""
+def read_json_values(path: str | Path, parse: Callable[[Any], T],
+                     decode: Callable[[bytes], Any] = orjson.loads) -> Iterator[tuple[int, T]]:
+    """``(line, parse(value))`` for each value of a JSON Lines file (each line turned into its
+    value by ``decode``), or for the one document of a file that holds a single (pretty-printed)
+    JSON value; a top-level list gives each item."""
     with open_text(path) as handle:
         first = next((line for line in handle if line.strip()), "")
     try:
         orjson.loads(first)
-        yield from read_json_lines(path, parse, SpanError)
+        yield from read_json_lines(path, parse, SpanError, decode=decode)
         return
     except orjson.JSONDecodeError:
         pass

@@ -24,8 +24,7 @@ from typing import IO
 
 import orjson
 
-from .otlp import hex_id
-from .spans import Span, SpanError
+from .spans import Span, SpanError, hex_id
 
 __all__ = ["trace_lines", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
 

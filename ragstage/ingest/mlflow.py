@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from .spans import Span, SpanError
+from .spans import Span, SpanError, hex_id
 
 __all__ = ["from_mlflow", "trace_spans", "span_from_dict", "KIND_OF_SPAN_TYPE"]
 
@@ -40,8 +40,6 @@ def _text(value: Any) -> Any:
 
 def _id(value: Any, digits: int, name: str) -> str:
     """A hex id from MLflow's base64 (or hex; a ``tr-`` request id prefix dropped)."""
-    from .otlp import hex_id
-
     if isinstance(value, str) and value.startswith("tr-"):
         value = value[3:]
     return hex_id(value, digits, name)

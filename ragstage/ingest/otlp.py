@@ -9,8 +9,6 @@ same file from the SDK's spans, through :func:`otlp_file_exporter`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,30 +18,12 @@ import orjson
 
 from ..atomic import append_line
 from ..trace import FilePart, read_json_lines
-from .spans import Span, SpanError, new_span
+from .otlp_typed import typed_spans
+from .spans import Span, SpanError, hex_id, new_span
 
 __all__ = ["read_otlp_json", "read_otlp_batches", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
 
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
-
-
-def hex_id(value: Any, digits: int, name: str) -> str:
-    """A hex id; base64 (protobuf's own JSON mapping of bytes) is accepted and converted."""
-    if not isinstance(value, str) or not value:
-        raise SpanError(f"expected a {digits}-digit hex id, got {value!r:.40}", field=name)
-    if len(value) == digits:
-        try:
-            int(value, 16)
-            return value.lower()
-        except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) * 2 != digits:
-        raise SpanError(f"not a {digits}-digit hex (or base64) id: {value!r:.40}", field=name)
-    return raw.hex()
 
 
 # protobuf's JSON mapping lets a writer use the field names (snake_case) or their lowerCamelCase
@@ -205,14 +185,24 @@ def read_otlp_batches(path: str | Path, part: FilePart | None = None) -> Iterato
     (for a single document: ``(item, spans)`` of each top-level item); with ``part``, the lines
     of that part of a plain JSON Lines file."""
     if part is not None:
-        return read_json_lines(path, _batch_spans, SpanError, part)
+        return read_json_lines(path, _batch_spans, SpanError, part, _decode_line)
     from .formats import read_json_values
 
-    return read_json_values(path, _batch_spans)
+    return read_json_values(path, _batch_spans, _decode_line)
+
+
+class _Read(list):  # type: ignore[type-arg]
+    """The spans of a line that :func:`.otlp_typed.typed_spans` read."""
+
+
+def _decode_line(line: bytes) -> Any:
+    """A line's spans when it is in the plain shape (:mod:`.otlp_typed`), else its JSON value."""
+    spans = typed_spans(line)
+    return orjson.loads(line) if spans is None else _Read(spans)
 
 
 def _batch_spans(obj: Any) -> list[Span]:
-    return list(spans_from_request(obj))
+    return obj if type(obj) is _Read else list(spans_from_request(obj))
 
 
 def _encode_value(value: Any) -> dict[str, Any]:

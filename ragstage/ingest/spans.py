@@ -8,12 +8,14 @@ SDK adapter here duck-types OpenTelemetry's ``ReadableSpan`` instead of importin
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..trace import TraceError
 
-__all__ = ["Span", "SpanError", "new_span", "from_sdk_spans", "flatten_attributes"]
+__all__ = ["Span", "SpanError", "new_span", "hex_id", "from_sdk_spans", "flatten_attributes"]
 
 
 class SpanError(TraceError):
@@ -56,6 +58,25 @@ def new_span(trace_id: str, span_id: str, parent_id: str | None, name: str, star
     fields["trace_id"], fields["span_id"], fields["parent_id"], fields["name"] = trace_id, span_id, parent_id, name
     fields["start_ns"], fields["end_ns"], fields["attributes"], fields["error"] = start_ns, end_ns, attributes, error
     return span
+
+
+def hex_id(value: Any, digits: int, name: str) -> str:
+    """A hex id; base64 (protobuf's own JSON mapping of bytes) is accepted and converted."""
+    if not isinstance(value, str) or not value:
+        raise SpanError(f"expected a {digits}-digit hex id, got {value!r:.40}", field=name)
+    if len(value) == digits:
+        try:
+            int(value, 16)
+            return value.lower()
+        except ValueError:
+            pass
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) * 2 != digits:
+        raise SpanError(f"not a {digits}-digit hex (or base64) id: {value!r:.40}", field=name)
+    return raw.hex()
 
 
 def _exception_message(events: Iterable[Any]) -> str:

@@ -1,0 +1,125 @@
+"""OTLP JSON lines in the Collector's plain shape, decoded by msgspec straight into spans.
+
+Most lines of a Collector's file export hold nothing unusual: camelCase keys, hex ids,
+scalar attribute values, no failed span. For those, decoding the line into typed structs
+and building each :class:`~.spans.Span` from them costs about half of decoding it into
+dictionaries and reading those (:func:`.otlp.spans_from_request`). Anything else (snake_case
+keys, nested or bytes values, a failed span, a field this schema does not name, a bad id,
+a line that is not JSON) makes :func:`typed_spans` return None, and the line is read by the
+general reader, whose spans and error messages are the reference: this decoder gives the
+same spans or none (``tests/test_ingest_otlp_typed.py`` checks that on generated lines).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import msgspec
+
+from .spans import Span, SpanError, hex_id, new_span
+
+__all__ = ["typed_spans"]
+
+
+class _Value(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """An ``AnyValue`` of the scalar kinds (a line with any other kind goes to the general reader)."""
+
+    stringValue: Optional[str] = None
+    boolValue: Optional[bool] = None
+    intValue: Optional[Union[int, str]] = None
+    doubleValue: Optional[float] = None
+
+
+class _KeyValue(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    key: str
+    value: _Value
+
+
+class _Status(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    code: Any = None
+    message: Any = None
+
+
+class _Span(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A span's fields in camelCase; those the ingest does not read are only checked to be JSON."""
+
+    traceId: Any = None
+    spanId: Any = None
+    parentSpanId: Any = None
+    name: Optional[str] = None
+    startTimeUnixNano: Optional[Union[int, str]] = None
+    endTimeUnixNano: Optional[Union[int, str]] = None
+    attributes: Optional[list[_KeyValue]] = None
+    status: Optional[_Status] = None
+    kind: msgspec.Raw = msgspec.Raw(b"null")
+    flags: msgspec.Raw = msgspec.Raw(b"null")
+    traceState: msgspec.Raw = msgspec.Raw(b"null")
+    droppedAttributesCount: msgspec.Raw = msgspec.Raw(b"null")
+    events: msgspec.Raw = msgspec.Raw(b"null")  # read only for a failed span (then by the general reader)
+    droppedEventsCount: msgspec.Raw = msgspec.Raw(b"null")
+    links: msgspec.Raw = msgspec.Raw(b"null")
+    droppedLinksCount: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Scope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    spans: Optional[list[_Span]] = None
+    scope: msgspec.Raw = msgspec.Raw(b"null")
+    schemaUrl: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Resource(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    scopeSpans: Optional[list[_Scope]] = None
+    resource: msgspec.Raw = msgspec.Raw(b"null")
+    schemaUrl: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    resourceSpans: list[_Resource]
+
+
+_decode = msgspec.json.Decoder(_Request).decode
+# status codes the general reader takes for ERROR (its _is_error); such a span is left to it
+_ERROR_NAMES = ("STATUS_CODE_ERROR", "ERROR", "2")
+
+
+class _General(Exception):
+    """Something the general reader must read (or name the fault of)."""
+
+
+def _value(v: _Value) -> Any:
+    """The value of an ``AnyValue`` that holds no string, converted as the general reader converts
+    it: the first kind set in its order (bool, int, double), None when none is."""
+    if v.boolValue is not None:
+        return v.boolValue
+    if v.intValue is not None:
+        return int(v.intValue)  # a decimal string in OTLP JSON; int() of a bad one raises ValueError
+    return v.doubleValue
+
+
+def _span(raw: _Span) -> Span:
+    status = raw.status
+    if status is not None:
+        code = status.code
+        if code == 2 or (isinstance(code, str) and code.upper() in _ERROR_NAMES):
+            raise _General  # a failed span: its message may sit in its events
+    attributes: dict[str, Any] = {}
+    for kv in raw.attributes or ():
+        s = kv.value.stringValue  # the general reader takes the first kind set: a string comes first
+        attributes[kv.key] = s if s is not None else _value(kv.value)
+    parent = raw.parentSpanId or None
+    return new_span(hex_id(raw.traceId, 32, "traceId"), hex_id(raw.spanId, 16, "spanId"),
+                    hex_id(parent, 16, "parentSpanId") if parent else None, raw.name or "",
+                    int(raw.startTimeUnixNano or 0), int(raw.endTimeUnixNano or 0), attributes, None)
+
+
+def typed_spans(line: bytes) -> list[Span] | None:
+    """The spans of one OTLP JSON line in the plain shape; None when the general reader must read it."""
+    try:
+        request = _decode(line)
+    except msgspec.DecodeError:  # not this shape, or not JSON
+        return None
+    try:
+        return [_span(raw) for resource in request.resourceSpans for scope in resource.scopeSpans or ()
+                for raw in scope.spans or ()]
+    except (_General, SpanError, TypeError, ValueError):
+        return None
