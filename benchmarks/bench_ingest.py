@@ -2,7 +2,8 @@
 
 Writes a synthetic OTLP JSON Lines file once per size (seeded): each request is five spans
 shaped like the LangChain instrumentor's (a root CHAIN span with the query id in its metadata,
-a RETRIEVER span with 10 documents of about 300 characters carrying source and start offset,
+a RETRIEVER span with 10 documents of about 300 characters carrying source and start offset
+(drawn from 2,000 passages, so passages come back across requests as a corpus's chunks do),
 a formatting CHAIN span, an LLM span whose input message holds 1-5 of those passages, one of
 them cut mid-passage in a tenth of the requests, and an output parser span), written in
 batches of 100 requests a line as the Collector's file exporter does. Labels give a

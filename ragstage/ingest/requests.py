@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
@@ -56,7 +57,7 @@ class Candidate:
 
     def normalised_content(self) -> str:
         if self.normalised is None:
-            self.normalised = normalise(self.content)
+            self.normalised = _passage(self.content)[0]
         return self.normalised
 
 
@@ -101,11 +102,16 @@ def group_requests(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 def content_id(content: str) -> str:
     """A stable id for a passage that came without one: a digest of its normalised text."""
-    return _id_of_normalised(normalise(content))
+    return _passage(content)[1]
 
 
-def _id_of_normalised(text: str) -> str:
-    return "h:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+@lru_cache(maxsize=1 << 13)
+def _passage(content: str) -> tuple[str, str]:
+    """A passage's normalised text and the id made from it. Kept for the passages seen last: the
+    same chunks come back request after request (a document that answers many questions is
+    retrieved for each), and looking a passage up costs less than normalising and hashing it."""
+    norm = normalise(content)
+    return norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]
 
 
 def _iso(ns: int) -> str | None:
@@ -343,8 +349,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         for d in listing:
             norm = None
             if d.id is None:
-                norm = normalise(d.content)
-                d = oi.Document(_id_of_normalised(norm), d.score, d.content, d.metadata)
+                norm, cid = _passage(d.content)
+                d = oi.Document(cid, d.score, d.content, d.metadata)
             named.append(d)
             cand = req.candidates.get(d.id)
             if cand is None:
