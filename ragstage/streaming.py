@@ -35,7 +35,7 @@ from .tally import (
     tally_of_rows,
     tally_records,
 )
-from .trace import TraceError, is_blank, read_records
+from .trace import TraceError, is_blank, line_ranges, read_records
 
 __all__ = ["count_jsonl"]
 
@@ -104,18 +104,10 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
 
 
 def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
-    """Cut a file into ``parts`` byte ranges that start at line beginnings."""
-    size = path.stat().st_size
-    if parts <= 1 or size < _MIN_SPLIT:
-        return [(0, size)]
-    cuts = [0]
-    with open(path, "rb") as handle:
-        for i in range(1, parts):
-            handle.seek(size * i // parts)
-            handle.readline()  # finish the line we landed in
-            cuts.append(min(handle.tell(), size))
-    cuts.append(size)
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    """Cut a file into ``parts`` byte ranges that start at line beginnings (one for a small file)."""
+    if parts <= 1 or path.stat().st_size < _MIN_SPLIT:
+        return [(0, path.stat().st_size)]
+    return line_ranges(path, parts)
 
 
 def _line_keys(path: Path) -> Iterator[tuple[str, int, str, str]]:

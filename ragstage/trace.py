@@ -28,6 +28,7 @@ __all__ = [
     "check_record",
     "is_blank",
     "iter_json_lines",
+    "line_ranges",
     "open_text",
     "read_json_lines",
     "read_records",
@@ -191,6 +192,20 @@ def _byte_lines(handle: IO[bytes], fail: Callable[[str, int], Exception], first_
 #: A part of a plain file: ``(first byte, end byte, number of its first line)``; the first byte
 #: starts a line, and the part holds the lines that start before the end byte.
 FilePart = tuple[int, int, int]
+
+
+def line_ranges(path: str | Path, parts: int) -> list[tuple[int, int]]:
+    """A plain file cut into about ``parts`` byte ranges of equal size, each starting at a line
+    beginning and ending where the next starts (empty ranges left out)."""
+    size = Path(path).stat().st_size
+    cuts = [0]
+    with open(path, "rb") as handle:
+        for i in range(1, max(parts, 1)):
+            handle.seek(size * i // parts)
+            handle.readline()  # finish the line we landed in
+            cuts.append(min(handle.tell(), size))
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def read_json_lines(path: str | Path, parse: Callable[[Any], T], error: type[TraceError] = TraceError,

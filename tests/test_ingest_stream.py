@@ -170,6 +170,24 @@ def test_the_scan_finds_each_trace_last_line_in_either_key_style(tmp_path):
         assert trace_lines(path, block_size) == {"a" * 32: (1, 4), "b" * 32: (3, 3)}
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.integers(0, 5), max_size=3), min_size=1, max_size=12), st.integers(2, 4),
+       st.sampled_from([1, 50, 1 << 23]), st.booleans())
+def test_the_scan_split_over_processes_finds_what_one_process_finds(tmp_path, lines, workers, block_size, newline):
+    """Each line names some of six traces (blank lines too); cut into ranges scanned by forked
+    processes, every trace keeps its first and last line in the whole file."""
+    path = tmp_path / "spans.jsonl"
+    rows = [orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": f"{t + 1:032x}", "spanId": f"{k + 1:016x}"} for k, t in enumerate(ids)]}]}]}) if ids else b""
+        for ids in lines]
+    path.write_bytes(b"\n".join(rows) + (b"\n" if newline else b""))
+    expected = {f"{t + 1:032x}": (min(i for i, ids in enumerate(lines, 1) if t in ids),
+                                  max(i for i, ids in enumerate(lines, 1) if t in ids))
+                for t in {t for ids in lines for t in ids}}
+    assert trace_lines(path, block_size) == expected
+    assert trace_lines(path, block_size, workers=workers) == expected
+
+
 def test_a_trace_id_the_scan_cannot_read_is_a_clear_error(tmp_path):
     """A key written with an escape (valid JSON, never seen in a real export) hides a span from
     the scan: the trace would be read without it, so ingest stops, naming file and line."""

@@ -358,7 +358,7 @@ def _plan(sources: list[Any], opts: IngestOptions, workers: int | None) -> _Plan
     found = detect(path)
     if found.name != "otlp" or not is_json_lines(path):
         return None
-    lines = trace_lines(path)
+    lines = trace_lines(path, workers=workers)  # the scan is split over the workers too
     cuts = safe_cuts(lines.values(), max((last for _, last in lines.values()), default=0), workers)
     if not cuts:
         return None

@@ -221,8 +221,14 @@ def parse_label(record: Any) -> Label:
 
 def read_labels(path: str | Path) -> list[Label]:
     """Labels from a JSON Lines file; an error names the file, the line and the key."""
-    return [Label(**{**label.__dict__, "line": lineno, "path": str(path)})
-            for lineno, label in read_json_lines(path, parse_label, SpanError)]
+    out = []
+    for lineno, label in read_json_lines(path, parse_label, SpanError):
+        # each label is new and not yet seen by anyone: where it was read is set in place, as a
+        # frozen dataclass sets its own fields (building a second one costs as much as the parse)
+        object.__setattr__(label, "line", lineno)
+        object.__setattr__(label, "path", str(path))
+        out.append(label)
+    return out
 
 
 class LabelIndex:

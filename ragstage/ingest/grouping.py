@@ -24,6 +24,7 @@ from typing import IO
 
 import orjson
 
+from ..trace import line_ranges
 from .spans import Span, SpanError, hex_id
 
 __all__ = ["trace_lines", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
@@ -50,10 +51,12 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
-    """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block)."""
+def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[bytes]:
+    """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block);
+    with ``left``, only that many bytes (a range that ends at a line end)."""
     rest = b""
-    while chunk := handle.read(size):
+    while left and (chunk := handle.read(size if left < 0 else min(size, left))):
+        left = left - len(chunk) if left > 0 else left
         data = rest + chunk
         cut = data.rfind(b"\n") + 1
         if cut == 0:
@@ -65,28 +68,59 @@ def _blocks(handle: IO[bytes], size: int = 1 << 23) -> Iterator[bytes]:
         yield rest
 
 
-def trace_lines(path: str | Path, block_size: int = 1 << 23) -> dict[str, tuple[int, int]]:
+def _scan(blocks: Iterable[bytes]) -> tuple[int, dict[bytes, tuple[int, int]]]:
+    """The lines in ``blocks`` and ``raw trace id -> (first, last line naming it)``, lines from 1."""
+    seen: dict[bytes, tuple[int, int]] = {}
+    lineno = 0
+    find = _TRACE_ID.findall
+    for block in blocks:
+        start, size = 0, len(block)
+        while start < size:  # one line at a time, found in place: no copy of the block
+            end = block.find(b"\n", start)
+            end = size if end < 0 else end
+            lineno += 1
+            for raw in set(find(block, start, end)):
+                known = seen.get(raw)
+                seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
+            start = end + 1
+    return lineno, seen
+
+
+def _scan_range(job: tuple[str, int, int, int]) -> tuple[int, dict[bytes, tuple[int, int]]]:
+    """:func:`_scan` of the bytes ``[start, end)`` of a plain file (in a worker process)."""
+    path, start, end, block_size = job
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        return _scan(_blocks(handle, block_size, end - start))
+
+
+def trace_lines(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -> dict[str, tuple[int, int]]:
     """``trace id -> (first, last line naming it)`` in an OTLP JSON Lines file (``.gz`` too).
 
     The file is read in blocks of whole lines, ``block_size`` bytes or so (not mapped: a mapped
     file's pages count as the process's memory). Ids are normalised as the reader normalises
     them (lower-case hex; base64 decoded); a value that is no trace id is skipped (the parse
-    reports it, naming its line)."""
+    reports it, naming its line). With ``workers`` above 1, a plain file is cut into that many
+    line-aligned ranges scanned by as many forked processes (the caller checks that forking is
+    safe), with the same result."""
     p = Path(path)
+    jobs = [(str(p), a, b, block_size) for a, b in line_ranges(p, workers)] if workers > 1 and p.suffix != ".gz" else []
+    if len(jobs) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_scan_range, jobs))
+    else:
+        with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as handle:
+            parts = [_scan(_blocks(handle, block_size))]
     seen: dict[bytes, tuple[int, int]] = {}
-    lineno = 0
-    find = _TRACE_ID.findall
-    with (gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")) as handle:
-        for block in _blocks(handle, block_size):
-            start, size = 0, len(block)
-            while start < size:  # one line at a time, found in place: no copy of the block
-                end = block.find(b"\n", start)
-                end = size if end < 0 else end
-                lineno += 1
-                for raw in set(find(block, start, end)):
-                    known = seen.get(raw)
-                    seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
-                start = end + 1
+    offset = 0
+    for lines, part in parts:  # each part's lines numbered on from the parts before it
+        for raw, (first, last) in part.items():
+            known = seen.get(raw)
+            seen[raw] = (first + offset, last + offset) if known is None else (known[0], last + offset)
+        offset += lines
     out: dict[str, tuple[int, int]] = {}
     for raw, (first, last) in seen.items():
         try:
