@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from .spans import Span, SpanError, hex_id
+from .spans import ERROR_STATUS_NAMES, Span, SpanError, hex_id
 
 __all__ = ["from_mlflow", "trace_spans", "span_from_dict", "KIND_OF_SPAN_TYPE"]
 
@@ -142,7 +142,7 @@ def span_from_dict(raw: Mapping[str, Any], trace_meta: Mapping[str, Any]) -> Spa
     if not isinstance(status, Mapping):
         raise SpanError(f"a status must be an object, got {status!r:.40}", field="status")
     error = None
-    if str(status.get("code") or "").upper() in ("STATUS_CODE_ERROR", "ERROR", "2"):
+    if str(status.get("code") or "").upper() in ERROR_STATUS_NAMES:
         error = str(status.get("message") or "")
         if not error:
             for event in raw.get("events") or ():

@@ -19,12 +19,9 @@ import orjson
 from ..atomic import append_line
 from ..trace import FilePart, read_json_lines
 from .otlp_typed import typed_spans
-from .spans import Span, SpanError, hex_id, new_span
+from .spans import Span, SpanError, hex_id, is_error_code, new_span
 
 __all__ = ["read_otlp_json", "read_otlp_batches", "spans_to_otlp", "write_otlp_json", "otlp_file_exporter"]
-
-_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
-
 
 # protobuf's JSON mapping lets a writer use the field names (snake_case) or their lowerCamelCase
 # JSON names; Phoenix's span download uses the former, the Collector the latter. Both are read.
@@ -130,8 +127,7 @@ def _is_error(status: Any) -> bool:
     """A status code of ERROR, as the number 2 or as the enum's name (``STATUS_CODE_ERROR``, ``ERROR``)."""
     if type(status) is not dict and not isinstance(status, Mapping):
         raise SpanError(f"a status must be an object like {{\"code\": 2}}, got {status!r:.40}", field="status")
-    code = status.get("code")
-    return code == 2 or (isinstance(code, str) and code.upper() in ("STATUS_CODE_ERROR", "ERROR", "2"))
+    return is_error_code(status.get("code"))
 
 
 def _span(raw: Any) -> Span:

@@ -16,7 +16,7 @@ from typing import Any, Optional, Union
 
 import msgspec
 
-from .spans import Span, SpanError, hex_id, new_span
+from .spans import Span, SpanError, hex_id, is_error_code, new_span
 
 __all__ = ["typed_spans"]
 
@@ -78,8 +78,6 @@ class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 _decode = msgspec.json.Decoder(_Request).decode
-# status codes the general reader takes for ERROR (its _is_error); such a span is left to it
-_ERROR_NAMES = ("STATUS_CODE_ERROR", "ERROR", "2")
 
 
 class _General(Exception):
@@ -97,11 +95,8 @@ def _value(v: _Value) -> Any:
 
 
 def _span(raw: _Span) -> Span:
-    status = raw.status
-    if status is not None:
-        code = status.code
-        if code == 2 or (isinstance(code, str) and code.upper() in _ERROR_NAMES):
-            raise _General  # a failed span: its message may sit in its events
+    if raw.status is not None and is_error_code(raw.status.code):
+        raise _General  # a failed span: its message may sit in its events
     attributes: dict[str, Any] = {}
     for kv in raw.attributes or ():
         s = kv.value.stringValue  # the general reader takes the first kind set: a string comes first

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..trace import TraceError
 
-__all__ = ["Span", "SpanError", "new_span", "hex_id", "from_sdk_spans", "flatten_attributes"]
+__all__ = ["Span", "SpanError", "new_span", "hex_id", "is_error_code", "ERROR_STATUS_NAMES", "from_sdk_spans",
+           "flatten_attributes"]
 
 
 class SpanError(TraceError):
@@ -77,6 +78,15 @@ def hex_id(value: Any, digits: int, name: str) -> str:
     if len(raw) * 2 != digits:
         raise SpanError(f"not a {digits}-digit hex (or base64) id: {value!r:.40}", field=name)
     return raw.hex()
+
+
+#: The names of a status code of ERROR (OTLP's enum, its short form, the number as text), upper case.
+ERROR_STATUS_NAMES = ("STATUS_CODE_ERROR", "ERROR", "2")
+
+
+def is_error_code(code: Any) -> bool:
+    """An OTLP status code of ERROR: the number 2, or one of :data:`ERROR_STATUS_NAMES` in any case."""
+    return code == 2 or (isinstance(code, str) and code.upper() in ERROR_STATUS_NAMES)
 
 
 def _exception_message(events: Iterable[Any]) -> str:
