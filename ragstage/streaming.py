@@ -105,8 +105,9 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
 
 def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     """Cut a file into ``parts`` byte ranges that start at line beginnings (one for a small file)."""
-    if parts <= 1 or path.stat().st_size < _MIN_SPLIT:
-        return [(0, path.stat().st_size)]
+    size = path.stat().st_size
+    if parts <= 1 or size < _MIN_SPLIT:
+        return [(0, size)]
     return line_ranges(path, parts)
 
 

@@ -114,21 +114,18 @@ def trace_lines(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -
     else:
         with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as handle:
             parts = [_scan(_blocks(handle, block_size))]
-    seen: dict[bytes, tuple[int, int]] = {}
+    out: dict[str, tuple[int, int]] = {}
     offset = 0
     for lines, part in parts:  # each part's lines numbered on from the parts before it
         for raw, (first, last) in part.items():
-            known = seen.get(raw)
-            seen[raw] = (first + offset, last + offset) if known is None else (known[0], last + offset)
+            try:
+                trace_id = hex_id(raw.decode("ascii"), 32, "traceId")
+            except (SpanError, UnicodeDecodeError):
+                continue
+            first, last = first + offset, last + offset
+            known = out.get(trace_id)
+            out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
         offset += lines
-    out: dict[str, tuple[int, int]] = {}
-    for raw, (first, last) in seen.items():
-        try:
-            trace_id = hex_id(raw.decode("ascii"), 32, "traceId")
-        except (SpanError, UnicodeDecodeError):
-            continue
-        known = out.get(trace_id)
-        out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
     return out
 
 
