@@ -45,7 +45,7 @@ hex_ids = st.integers(0, 2**128 - 1)
 @st.composite
 def spans(draw: Any) -> dict[str, Any]:
     """A span as the Collector writes it."""
-    span: dict[str, Any] = {"traceId": f"{draw(hex_ids) % 2**128:032x}", "spanId": f"{draw(hex_ids) % 2**64:016x}",
+    span: dict[str, Any] = {"traceId": f"{draw(hex_ids):032x}", "spanId": f"{draw(hex_ids) % 2**64:016x}",
                             "name": draw(st.sampled_from(["retrieve", "llm", ""])), "kind": draw(st.integers(0, 5)),
                             "startTimeUnixNano": str(draw(st.integers(0, 2**62))),
                             "endTimeUnixNano": draw(st.integers(0, 2**62)),
