@@ -355,8 +355,9 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
                 d = oi.Document(cid, d.score, d.content, d.metadata)
             named.append(d)
             cand = req.candidates.get(d.id)
-            if cand is None:
-                cand = req.candidates[d.id] = Candidate()
+            if cand is None:  # first seen: what this document gives, as the updates below would set it
+                req.candidates[d.id] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
+                continue
             if not cand.content and d.content:
                 cand.content, cand.normalised = d.content, norm
             if not cand.metadata and d.metadata:
