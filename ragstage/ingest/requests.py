@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -117,8 +118,6 @@ def _passage(content: str) -> tuple[str, str]:
 def _iso(ns: int) -> str | None:
     if ns <= 0:
         return None
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
