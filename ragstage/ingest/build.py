@@ -300,9 +300,12 @@ def _ranked(entries: list[tuple[str, float | None]], sections: list[str | None])
 
 
 def _section(req: Request, cid: str, keys: tuple[str, ...]) -> str | None:
+    """The chunk's section: the first of ``keys`` its metadata holds as a string."""
     meta = req.candidates[cid].metadata if cid in req.candidates else {}
-    value = next((meta[k] for k in keys if isinstance(meta.get(k), str)), None)
-    return value
+    for k in keys:  # a loop, not next() over a generator: this runs for every ranked chunk
+        if isinstance(meta.get(k), str):
+            return meta[k]
+    return None
 
 
 def _prompt(req: Request, opts: IngestOptions) -> tuple[list[str] | None, str | None, list[str] | None]:

@@ -24,7 +24,8 @@ import orjson
 
 from .spans import Span
 
-__all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids"]
+__all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids",
+           "AttributeGroups", "attribute_groups", "LISTS"]
 
 
 class Document(NamedTuple):
@@ -64,6 +65,88 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]
     return out
 
 
+#: The lists OpenInference spreads over indexed keys ``<prefix>.N.<field>``: documents and messages.
+LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents",
+         "llm.input_messages", "llm.output_messages")
+_FLAT_METADATA = "metadata."  # a frame that flattened the metadata object: ``metadata.<key>``
+
+
+class AttributeGroups(NamedTuple):
+    """A span's attributes sorted, in one pass, into the groups the readers below look for.
+
+    Each reader scanned a span's flat attributes for its own keys, and a request's spans are
+    read by several of them (metadata, documents, prompt, answer): a retriever span with ten
+    documents had its thirty-odd keys scanned twice, each key split again each time. Read once
+    into these groups (each key split once, and its place remembered, since the same keys come
+    back span after span), each reader looks its part up. :func:`attribute_groups` gives exactly
+    what the scans give (``tests/test_ingest_attribute_groups.py`` checks it on generated keys).
+    """
+
+    lists: dict[str, dict[int, dict[str, Any]]]  # prefix -> _indexed(attributes, prefix), prefixes present
+    metadata: list[tuple[str, Any]]  # _flat_metadata(attributes)
+
+
+# Where a key goes: (a prefix of LISTS, the index, the field) or (None, 0, the metadata key); () nowhere.
+_Place = tuple[Any, ...]
+_PLACES: dict[str, _Place] = {}  # the place of each key seen lately
+_MAX_PLACES = 1 << 14
+
+
+def _place(key: str) -> _Place:
+    """Where ``key`` goes, by the rules of :func:`_indexed` and :func:`_flat_metadata`; the index
+    is -1 for digits that ``int`` refuses (``"²"``), where the scan raises."""
+    place: _Place = ()
+    if key.startswith(_FLAT_METADATA):
+        place = (None, 0, key[len(_FLAT_METADATA):])
+    for prefix in LISTS:
+        if key.startswith(prefix + "."):
+            digits, _, field = key[len(prefix) + 1:].partition(".")
+            if field and digits.isdigit():
+                place = (prefix, int(digits) if digits.isdecimal() else -1, field)
+    if len(_PLACES) >= _MAX_PLACES:  # keys that never come back (ids in key names) must not pile up
+        _PLACES.clear()
+    _PLACES[key] = place
+    return place
+
+
+def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
+    """The :class:`AttributeGroups` of a span's attributes; None when a list index is digits
+    that ``int`` refuses: then the readers scan, and raise where the scan raises."""
+    lists: dict[str, dict[int, dict[str, Any]]] = {}
+    flat: list[tuple[str, Any]] = []
+    places = _PLACES
+    for key, value in attributes.items():
+        place = places.get(key)
+        if place is None:
+            place = _place(key)
+        if not place:
+            continue
+        prefix, index, field = place
+        if prefix is None:
+            flat.append((field, value))
+            continue
+        if index < 0:
+            return None
+        items = lists.get(prefix)
+        if items is None:
+            items = lists[prefix] = {}
+        item = items.get(index)
+        if item is None:
+            item = items[index] = {}
+        item[field] = value
+    return AttributeGroups(lists, flat)
+
+
+def _items(span: Span, prefix: str, groups: AttributeGroups | None) -> dict[int, dict[str, Any]]:
+    """:func:`_indexed` of the span's attributes, looked up in its groups when they were read."""
+    return _indexed(span.attributes, prefix) if groups is None else groups.lists.get(prefix, {})
+
+
+def _flat_metadata(attrs: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(key, value)`` of every attribute ``metadata.<key>``, in order."""
+    return [(key[len(_FLAT_METADATA):], v) for key, v in attrs.items() if key.startswith(_FLAT_METADATA)]
+
+
 def _output_ids(span: Span) -> list[str] | None:
     """Document ids from ``output.value`` (``{"documents": [{"id": ...}]}`` or a list of such)."""
     out = json_or_none(span.attributes.get("output.value"))
@@ -78,9 +161,11 @@ def _output_ids(span: Span) -> list[str] | None:
 _DOCUMENT_FIELDS = frozenset({"document.id", "document.score", "document.content", "document.metadata"})
 
 
-def documents(span: Span, prefix: str = "retrieval.documents") -> list[Document] | None:
-    """The span's documents under ``prefix`` in rank order; None when it lists none."""
-    items = _indexed(span.attributes, prefix)
+def documents(span: Span, prefix: str = "retrieval.documents",
+              groups: AttributeGroups | None = None) -> list[Document] | None:
+    """The span's documents under ``prefix`` in rank order; None when it lists none. ``groups``:
+    the span's :func:`attribute_groups`, when read."""
+    items = _items(span, prefix, groups)
     if not items:
         return None
     docs = []
@@ -121,14 +206,14 @@ def postprocessor_ids(span: Span) -> list[str] | None:
     return ids if len(ids) == len(out) else None
 
 
-def metadata(span: Span) -> dict[str, Any]:
-    """The span's ``metadata`` object (a JSON string in OTLP, an object in Phoenix exports)."""
+def metadata(span: Span, groups: AttributeGroups | None = None) -> dict[str, Any]:
+    """The span's ``metadata`` object (a JSON string in OTLP, an object in Phoenix exports), with
+    the keys of a frame that flattened it (``metadata.<key>``) where the object has none."""
     raw = span.attributes.get("metadata")
     value = raw if isinstance(raw, dict) else json_or_none(raw)
     out = dict(value) if isinstance(value, dict) else {}
-    for key, v in span.attributes.items():  # a frame that flattened the object: metadata.<key>
-        if key.startswith("metadata."):
-            out.setdefault(key[len("metadata."):], v)
+    for key, v in _flat_metadata(span.attributes) if groups is None else groups.metadata:
+        out.setdefault(key, v)
     return out
 
 
@@ -143,10 +228,10 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def prompt_text(span: Span) -> str | None:
+def prompt_text(span: Span, groups: AttributeGroups | None = None) -> str | None:
     """What an LLM span was sent: its input messages, else its prompts, else ``input.value``."""
     attrs = span.attributes
-    messages = _indexed(attrs, "llm.input_messages")
+    messages = _items(span, "llm.input_messages", groups)
     if messages:
         return "\n".join(str(m.get("message.content") or "") for _, m in sorted(messages.items()))
     prompts = attrs.get("llm.prompts")
@@ -159,9 +244,9 @@ def prompt_text(span: Span) -> str | None:
     return "\n".join(_strings(decoded)) if decoded is not None else str(value)
 
 
-def answer_text(span: Span) -> str | None:
+def answer_text(span: Span, groups: AttributeGroups | None = None) -> str | None:
     """What an LLM span answered: the last output message, else ``output.value``."""
-    messages = _indexed(span.attributes, "llm.output_messages")
+    messages = _items(span, "llm.output_messages", groups)
     if messages:
         return str(messages[max(messages)].get("message.content") or "")
     value = span.attributes.get("output.value")

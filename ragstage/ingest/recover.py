@@ -19,6 +19,7 @@ _MASK = "\x00"
 #: The shortest beginning or end of a passage taken as a sign that it was cut (characters,
 #: after normalising; half the passage for passages shorter than twice this).
 MIN_FRAGMENT = 40
+_OPENING = 32  # characters of a candidate looked for before the whole of it
 
 
 def normalise(text: str) -> str:
@@ -45,7 +46,9 @@ def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
     """
     text = normalise(prompt if isinstance(prompt, str) else "\n".join(prompt))
     norm = contents if normalised else {cid: normalise(c) for cid, c in contents.items()}
-    whole = [cid for cid, c in norm.items() if c and c in text]
+    # c is in the text only if its opening is: that short search runs first, since a search for a
+    # long needle prepares the needle each time (a candidate is a whole passage)
+    whole = [cid for cid, c in norm.items() if c and c[:_OPENING] in text and c in text]
     masked = text
     for cid in sorted(whole, key=lambda i: -len(norm[i])):  # longest first: no mask splits another
         masked = masked.replace(norm[cid], _MASK)

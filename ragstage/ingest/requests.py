@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -117,8 +118,6 @@ def _passage(content: str) -> tuple[str, str]:
 def _iso(ns: int) -> str | None:
     if ns <= 0:
         return None
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -323,8 +322,10 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     if tree.copies:
         req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+    groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
     for s in ordered:  # the root's metadata first, then the rest
-        for k, v in oi.metadata(s).items():
+        groups[s.span_id] = read = oi.attribute_groups(s.attributes)
+        for k, v in oi.metadata(s, read).items():
             req.metadata.setdefault(k, v)
     retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
     for s in ordered:  # each span's part, in the order they started
@@ -338,10 +339,10 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         elif kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
             postprocessors.append(s)
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
-    docs = {s.span_id: oi.documents(s) for s in retrievers}
+    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id]) for s in retrievers}
     for s in rerank_spans:
-        docs[s.span_id] = oi.documents(s, "reranker.output_documents")
-        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents")
+        docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id])
+        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id])
     for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
         if listing is None:
             continue
@@ -353,8 +354,9 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
                 d = oi.Document(cid, d.score, d.content, d.metadata)
             named.append(d)
             cand = req.candidates.get(d.id)
-            if cand is None:
-                cand = req.candidates[d.id] = Candidate()
+            if cand is None:  # first seen: what this document gives, as the updates below would set it
+                req.candidates[d.id] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
+                continue
             if not cand.content and d.content:
                 cand.content, cand.normalised = d.content, norm
             if not cand.metadata and d.metadata:
@@ -373,18 +375,19 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
     for s in llms:  # the prompt is what the model received, not what a template was given
-        text = oi.prompt_text(s)
+        text = oi.prompt_text(s, groups[s.span_id])
         if text:
             req.prompt_texts.append(text)
     if not req.prompt_texts:  # no model call logged its input: the rendered prompt, if a builder logged it
-        req.prompt_texts = [t for s in builders if (t := oi.answer_text(s))]
+        req.prompt_texts = [t for s in builders if (t := oi.answer_text(s, groups[s.span_id]))]
     if builders:
         req.notes["prompt"] = (f"{len(builders)} prompt-builder span(s) {[s.name for s in builders][:3]} read as "
                                "prompt assembly, not as a model call")
-    answers = [(s, answer) for s in llms if (answer := oi.answer_text(s)) is not None]
+    answers = [(s, answer) for s in llms if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
     if answers:
         last, req.answer = max(answers, key=lambda pair: pair[0].end_ns)
-        req.model = last.attributes.get("llm.model_name") or oi.metadata(last).get("ls_model_name")
+        req.model = (last.attributes.get("llm.model_name")
+                     or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
         req.notes["answer"] = f"'{last.name}', the last of {len(llms)} LLM span(s) to finish"
     if isinstance(req.metadata.get(query_key), str):
         req.query = req.metadata[query_key]
