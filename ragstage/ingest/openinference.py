@@ -49,19 +49,28 @@ def json_or_none(value: Any) -> Any:
     return None
 
 
+def _list_item(key: str, dotted: str) -> tuple[str, str] | None:
+    """``(N, suffix)`` of a key ``<prefix>.N.suffix`` (``dotted`` is the prefix and its dot), N
+    as the digits written; None for any other key."""
+    if key.startswith(dotted):
+        index, _, rest = key[len(dotted):].partition(".")
+        if rest and index.isdigit():
+            return index, rest
+    return None
+
+
 def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
     """``{N: {suffix: value}}`` for every key ``prefix.N.suffix``."""
     out: dict[int, dict[str, Any]] = {}
     dotted = prefix + "."
-    skip = len(dotted)
     for key, value in attrs.items():
-        if key.startswith(dotted):
-            index, _, rest = key[skip:].partition(".")
-            if rest and index.isdigit():
-                item = out.get(int(index))
-                if item is None:
-                    item = out[int(index)] = {}
-                item[rest] = value
+        found = _list_item(key, dotted)
+        if found is not None:
+            index, rest = found
+            item = out.get(int(index))
+            if item is None:
+                item = out[int(index)] = {}
+            item[rest] = value
     return out
 
 
@@ -99,10 +108,10 @@ def _place(key: str) -> _Place:
     if key.startswith(_FLAT_METADATA):
         place = (None, 0, key[len(_FLAT_METADATA):])
     for prefix in LISTS:
-        if key.startswith(prefix + "."):
-            digits, _, field = key[len(prefix) + 1:].partition(".")
-            if field and digits.isdigit():
-                place = (prefix, int(digits) if digits.isdecimal() else -1, field)
+        found = _list_item(key, prefix + ".")
+        if found is not None:
+            digits, field = found
+            place = (prefix, int(digits) if digits.isdecimal() else -1, field)
     if len(_PLACES) >= _MAX_PLACES:  # keys that never come back (ids in key names) must not pile up
         _PLACES.clear()
     _PLACES[key] = place
