@@ -88,6 +88,13 @@ class Trace:
         return cls._from_clean(check_record(dict(record)))
 
     @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Trace":
+        """Build a trace from columns, a ranked list's scores and sections in ``<stage>_scores``
+        and ``<stage>_sections`` (a Parquet row's form): checked as :meth:`from_dict` checks the
+        same list as entries, with the same errors, without an entry object per item."""
+        return cls._from_clean(check_row(dict(row)))
+
+    @classmethod
     def _from_clean(cls, clean: Mapping[str, Any]) -> "Trace":
         # `clean` came out of check_record already (exactly the fields, checked): skip checking
         # it a second time, and fill the frozen instance's __dict__ in one call rather than

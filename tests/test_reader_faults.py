@@ -203,7 +203,7 @@ def test_an_arrow_error_is_printed_on_one_line(tmp_path):
 def test_a_section_without_a_score_is_kept_in_json_parquet_ingest_and_the_logger(tmp_path):
     """Before: sections were kept only beside scores (an error in Parquet, dropped by ingest)."""
     from ragstage import Trace, read_traces
-    from ragstage.ingest.build import _ranked
+    from ragstage.ingest.build import _columns
     from ragstage.ingest.tracelog import TraceLogger
     from ragstage.parquet import read_parquet, write_parquet
 
@@ -216,8 +216,12 @@ def test_a_section_without_a_score_is_kept_in_json_parquet_ingest_and_the_logger
     assert trace.to_dict()["retrieved"] == [{"id": "d1", "section": "intro"}, {"id": "d2", "score": 0.5}]
     write_parquet(tmp_path / "t.parquet", [trace])
     assert list(read_parquet(tmp_path / "t.parquet")) == [trace]
-    assert _ranked([("d1", None), ("d2", None)], ["intro", None]) == [{"id": "d1", "section": "intro"}, {"id": "d2"}]
-    assert _ranked([("d1", None)], [None]) == ["d1"]
+    record: dict = {"query_id": "q"}
+    _columns(record, "retrieved", [("d1", None), ("d2", None)], ["intro", None])
+    assert Trace.from_row(record).to_dict()["retrieved"] == [{"id": "d1", "section": "intro"}, {"id": "d2"}]
+    _columns(record, "retrieved", [("d1", None)], [None])
+    assert record["retrieved_scores"] is None and record["retrieved_sections"] is None
+    assert Trace.from_row(record).to_dict()["retrieved"] == ["d1"]
     logged = TraceLogger(tmp_path / "log.jsonl").log(query_id="q", query="q", retrieved=[("d1", None, "intro")],
                                                      prompt=None, answer="")
     assert logged.retrieved_sections == ("intro",) and logged.retrieved_scores is None

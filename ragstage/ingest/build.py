@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..fields import ranked_entries
 from ..trace import Trace, write_traces
 from .gold import ChunkKeys, Label, LabelIndex, gold_ids, locatable, locate, span_coverage
 from .recover import MIN_FRAGMENT, normalise, recover_prompt_ids
@@ -289,14 +288,16 @@ def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] |
     return _objects(source, read, warnings)
 
 
-def _ranked(entries: list[tuple[str, float | None]], sections: list[str | None]) -> list[Any]:
-    """Entries with whatever score and section the spans gave (a section without a score is kept);
-    plain ids when the spans gave neither."""
-    ids = [cid for cid, _ in entries]
+def _columns(record: dict[str, Any], stage: str, entries: list[tuple[str, float | None]],
+             sections: list[str | None]) -> None:
+    """Put a ranked list in ``record`` as the columns a Trace holds (``<stage>``, ``<stage>_scores``,
+    ``<stage>_sections``): whatever score and section the spans gave (a section without a score is
+    kept); scores (sections) None when the spans gave none. Columns are checked as entries would
+    be (:meth:`~ragstage.trace.Trace.from_row`) without building an entry per chunk."""
     scores = [score for _, score in entries]
-    if all(score is None for score in scores) and all(s is None for s in sections):
-        return ids
-    return ranked_entries(ids, scores, sections, "retrieved")
+    record[stage] = [cid for cid, _ in entries]
+    record[f"{stage}_scores"] = scores if any(score is not None for score in scores) else None
+    record[f"{stage}_sections"] = sections if any(s is not None for s in sections) else None
 
 
 def _section(req: Request, cid: str, keys: tuple[str, ...]) -> str | None:
@@ -379,10 +380,9 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
         "timestamp": req.timestamp,
         "error": req.error,
     }
-    sections = [_section(req, cid, opts.section_keys) for cid, _ in req.retrieved]
-    record["retrieved"] = _ranked(req.retrieved, sections)
+    _columns(record, "retrieved", req.retrieved, [_section(req, cid, opts.section_keys) for cid, _ in req.retrieved])
     if req.reranked is not None:
-        record["reranked"] = _ranked(req.reranked, [_section(req, cid, opts.section_keys) for cid, _ in req.reranked])
+        _columns(record, "reranked", req.reranked, [_section(req, cid, opts.section_keys) for cid, _ in req.reranked])
     record["prompt"], record["prompt_source"], record["truncated"] = _prompt(req, opts)
     meta: dict[str, Any] = {"ingest": notes}
     if label is not None:
@@ -420,4 +420,4 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
             notes["refused"] = "the answer opens like a refusal"
     record["refused"] = refused
     record["meta"] = meta
-    return Trace.from_dict(record), found
+    return Trace.from_row(record), found
