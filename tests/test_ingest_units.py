@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from dataclasses import replace
 
 import orjson
 import pandas as pd
@@ -139,8 +140,7 @@ def test_several_retrievers_are_merged_and_the_trace_says_how():
     req = read_request("t1", spans)
     assert [i for i, _ in req.retrieved] == ["a", "b", "c"] and "union" in req.notes["retrieval"]
     fused = spans + [_span("f", "RETRIEVER", _docs("retrieval.documents", ["c", "a", "b"]), "root", 0, 5)]
-    fused[1], fused[2] = fused[1].__class__(**{**fused[1].__dict__, "parent_id": "f"}), \
-        fused[2].__class__(**{**fused[2].__dict__, "parent_id": "f"})
+    fused[1], fused[2] = replace(fused[1], parent_id="f"), replace(fused[2], parent_id="f")
     req = read_request("t1", fused)
     assert [i for i, _ in req.retrieved] == ["c", "a", "b"] and "fused by 'f'" in req.notes["retrieval"]
 

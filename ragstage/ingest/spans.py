@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..trace import TraceError
@@ -41,9 +42,10 @@ class Span:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
 
-    @property
+    @cached_property
     def kind(self) -> str:
-        """The OpenInference span kind (``RETRIEVER``, ``LLM``, ...), upper case; ``""`` if unset."""
+        """The OpenInference span kind (``RETRIEVER``, ``LLM``, ...), upper case; ``""`` if unset.
+        Kept once read: every stage of the ingest asks each span for it."""
         return str(self.attributes.get("openinference.span.kind") or "").upper()
 
 
