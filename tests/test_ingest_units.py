@@ -76,6 +76,38 @@ def test_recovery_property(passages, data):
         assert found.truncated == ((cut,) if long_enough and fragment < whole else ())
 
 
+def _recover_by_masking_always(contents, prompt, min_fragment):
+    """The rule of recover_prompt_ids written plainly: whole candidates masked, then every other
+    candidate's beginning and end looked for in what is left."""
+    text = normalise(prompt)
+    norm = {cid: normalise(c) for cid, c in contents.items()}
+    whole = [cid for cid, c in norm.items() if c and c in text]
+    masked = text
+    for cid in sorted(whole, key=lambda i: -len(norm[i])):
+        masked = masked.replace(norm[cid], "\x00")
+    cut = []
+    for cid, c in norm.items():
+        need = min(min_fragment, max(1, len(c) // 2))
+        if c and cid not in whole and (c[:need] in masked or c[-need:] in masked):
+            cut.append(cid)
+    return tuple(whole), tuple(cut)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("ab \x00", max_size=14), min_size=1, max_size=5), st.data(),
+       st.integers(min_value=1, max_value=6))
+def test_recovery_equals_masking_every_time(passages, data, min_fragment):
+    """Recovery masks only when some fragment is in the text: the result is the one masking every
+    time gives, on a two-letter alphabet where overlaps, repeats and cut passages are common, and
+    with the mask character itself in passages and prompt."""
+    contents = {f"p{i}": text for i, text in enumerate(passages)}
+    pieces = data.draw(st.lists(st.sampled_from(passages).flatmap(
+        lambda t: st.integers(0, len(t)).flatmap(lambda k: st.sampled_from([t, t[:k], t[k:]]))), max_size=5))
+    prompt = data.draw(st.text("ab \x00", max_size=6)).join(pieces)
+    assert recover_prompt_ids(contents, prompt, min_fragment) == _recover_by_masking_always(contents, prompt,
+                                                                                           min_fragment)
+
+
 # -- OTLP JSON ----------------------------------------------------------------------------------
 
 def _otlp(spans, status=None):

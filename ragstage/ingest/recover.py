@@ -49,15 +49,21 @@ def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
     # c is in the text only if its opening is: that short search runs first, since a search for a
     # long needle prepares the needle each time (a candidate is a whole passage)
     whole = [cid for cid, c in norm.items() if c and c[:_OPENING] in text and c in text]
-    masked = text
-    for cid in sorted(whole, key=lambda i: -len(norm[i])):  # longest first: no mask splits another
-        masked = masked.replace(norm[cid], _MASK)
-    truncated = []
+    whole_ids = set(whole)
+    suspects = []  # candidates not whole whose beginning or end is in the text
     for cid, c in norm.items():
-        if not c or cid in whole:
+        if not c or cid in whole_ids:
             continue
         need = min(min_fragment, max(1, len(c) // 2))
         # a prefix (suffix) at least ``need`` long is present iff the one ``need`` long is
-        if c[:need] in masked or c[-need:] in masked:
-            truncated.append(cid)
+        head, tail = c[:need], c[-need:]
+        if head in text or tail in text or _MASK in c:
+            suspects.append((cid, head, tail))
+    if not suspects:  # masking only takes text away: a fragment (with no mask character) not in the
+        # text is not in the masked text either
+        return Recovery(tuple(whole), ())
+    masked = text
+    for cid in sorted(whole, key=lambda i: -len(norm[i])):  # longest first: no mask splits another
+        masked = masked.replace(norm[cid], _MASK)
+    truncated = [cid for cid, head, tail in suspects if head in masked or tail in masked]
     return Recovery(tuple(whole), tuple(truncated))
