@@ -167,6 +167,27 @@ def _output_ids(span: Span) -> list[str] | None:
     return [str(i) for i in ids] if all(isinstance(i, (str, int)) and i != "" for i in ids) else None
 
 
+# Decoded ``document.metadata`` JSON texts with only scalar values, by text: a corpus's chunks come
+# back request after request, each with the same metadata text.
+_METADATA: dict[str, dict[str, Any]] = {}
+
+
+def _metadata_object(value: Any) -> dict[str, Any]:
+    """A document's metadata as a new dict: the object, or the JSON object in a string; {} otherwise."""
+    if type(value) is str:
+        known = _METADATA.get(value)
+        if known is not None:
+            return dict(known)
+    decoded = value if isinstance(value, dict) else json_or_none(value)
+    if not isinstance(decoded, dict):
+        return {}
+    if type(value) is str and not any(type(v) is dict or type(v) is list for v in decoded.values()):
+        if len(_METADATA) >= _MAX_PLACES:  # texts that never come back must not pile up
+            _METADATA.clear()
+        _METADATA[value] = decoded  # scalars only: the copy handed out shares nothing mutable
+    return dict(decoded)
+
+
 _DOCUMENT_FIELDS = frozenset({"document.id", "document.score", "document.content", "document.metadata"})
 
 
@@ -182,19 +203,15 @@ def documents(span: Span, prefix: str = "retrieval.documents",
         item = items[index]
         raw_id = item.get("document.id")
         score = item.get("document.score")
-        meta = item.get("document.metadata")
-        meta = json_or_none(meta) if not isinstance(meta, dict) else meta
-        meta = dict(meta) if isinstance(meta, dict) else {}
+        meta = _metadata_object(item.get("document.metadata"))
         if not _DOCUMENT_FIELDS.issuperset(item):
             for key, value in item.items():  # Phoenix flattens the object: document.metadata.<key>
                 if key.startswith("document.metadata."):
                     meta.setdefault(key[len("document.metadata."):], value)
-        docs.append(Document(
-            id=None if raw_id in (None, "") else str(raw_id),
-            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-            content=str(item.get("document.content") or ""),
-            metadata=meta,
-        ))
+        if score is not None and type(score) is not float:
+            score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+        docs.append(Document(None if raw_id is None or raw_id == "" else str(raw_id), score,
+                             str(item.get("document.content") or ""), meta))  # id, score, content, metadata
     if prefix == "retrieval.documents" and all(d.id is None for d in docs):
         ids = _output_ids(span)
         if ids is not None and len(ids) == len(docs):
