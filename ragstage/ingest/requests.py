@@ -31,7 +31,6 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
@@ -106,13 +105,24 @@ def content_id(content: str) -> str:
     return _passage(content)[1]
 
 
-@lru_cache(maxsize=1 << 13)
+_PASSAGES: dict[str, tuple[str, str]] = {}  # content -> (normalised, id), for the passages seen lately
+_MAX_PASSAGES = 1 << 13
+
+
 def _passage(content: str) -> tuple[str, str]:
-    """A passage's normalised text and the id made from it. Kept for the passages seen last: the
+    """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
     same chunks come back request after request (a document that answers many questions is
-    retrieved for each), and looking a passage up costs less than normalising and hashing it."""
-    norm = normalise(content)
-    return norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]
+    retrieved for each), and looking a passage up costs less than normalising and hashing it.
+    A plain dict, emptied when full: an LRU's bookkeeping on every lookup costs more than the
+    rare recomputation after a reset."""
+    known = _PASSAGES.get(content)
+    if known is None:
+        norm = normalise(content)
+        known = norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]
+        if len(_PASSAGES) >= _MAX_PASSAGES:
+            _PASSAGES.clear()
+        _PASSAGES[content] = known
+    return known
 
 
 def _iso(ns: int) -> str | None:
