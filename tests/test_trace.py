@@ -4,6 +4,8 @@ import gzip
 import json
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ragstage import Trace, TraceError, read_traces, write_traces
 from ragstage.trace import FIELDS, check_record, read_records
@@ -166,3 +168,36 @@ def test_an_error_pickles_whole(tmp_path):
         assert type(copy) is type(error) and str(copy) == str(error)
         assert (copy.detail, copy.path, copy.line, copy.field, copy.unit) == (
             error.detail, error.path, error.line, error.field, error.unit)
+
+
+# half the values plain (string ids, float scores, string sections), where a fast path may take them
+_IDS = st.sampled_from(["d1", "d2", "d3"]) | st.sampled_from([7, True, None, 1.5])
+_SCORES = (st.floats(allow_nan=False, allow_infinity=False) | st.none()
+           | st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e308])
+           | st.sampled_from([1, -2, True, "0.5"]))
+_SECTIONS = st.sampled_from(["intro", "", "methods"]) | st.none() | st.integers(0, 2)
+
+
+def _outcome(build):
+    try:
+        return build().to_dict()
+    except TraceError as exc:
+        return (exc.field, exc.detail)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_IDS, _SCORES, _SECTIONS), min_size=1, max_size=5), st.booleans(), st.booleans())
+@example([("d1", float("nan"), None)], True, False)
+@example([("d1", 1e308, None), ("d2", 1e308, "s")], True, True)
+def test_from_row_equals_from_dict_of_the_same_entries(entries, with_scores, with_sections):
+    """Columns (Trace.from_row, a fast path when nothing needs converting) give the trace, or the
+    error, that the same list given as entries gives (Trace.from_dict, each entry checked)."""
+    ids = [i for i, _, _ in entries]
+    scores = [s for _, s, _ in entries] if with_scores else None
+    sections = [s for _, _, s in entries] if with_sections else None
+    as_entries = [{"id": i, **({"score": s} if with_scores and s is not None else {}),
+                   **({"section": c} if with_sections and c is not None else {})} for i, s, c in entries]
+    row = {"query_id": "q", "retrieved": ids, "retrieved_scores": scores, "retrieved_sections": sections}
+    by_entries = ({"query_id": "q", "retrieved": as_entries} if with_scores or with_sections
+                  else {"query_id": "q", "retrieved": ids})
+    assert _outcome(lambda: Trace.from_row(row)) == _outcome(lambda: Trace.from_dict(by_entries))
