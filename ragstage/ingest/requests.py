@@ -167,10 +167,6 @@ class _Tree:
                 raise SpanError(f"trace {trace_id}: two different spans share span id {s.span_id} "
                                 f"({seen.name!r} and {s.name!r})", field="span_id")
         self.spans = list(self.by_id.values())
-        self.children: dict[str, list[Span]] = defaultdict(list)
-        for s in self.spans:
-            if s.parent_id is not None:
-                self.children[s.parent_id].append(s)
         self.missing_parents = sorted({s.parent_id for s in self.spans
                                        if s.parent_id is not None and s.parent_id not in self.by_id})
         self.roots = [s for s in self.spans if s.parent_id is None]
