@@ -103,20 +103,18 @@ class Trace:
         obj.__dict__.update(_frozen(clean))
         return obj
 
-    def _fields(self) -> dict[str, Any]:
-        """Every JSON field as held, with scores and sections folded back into ranked entries."""
-        out = {name: getattr(self, name) for name in FIELDS}
-        for stage in RANKED_FIELDS:
-            ranked = ranked_entries(getattr(self, stage), getattr(self, f"{stage}_scores"),
-                                     getattr(self, f"{stage}_sections"), stage)
-            if ranked is not None:
-                out[stage] = ranked
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         """The on-disk form: every field, lists as lists, scores and sections folded back in."""
-        out = {name: list(value) if isinstance(value, tuple) else value for name, value in self._fields().items()}
-        out["meta"] = dict(self.meta)
+        held = self.__dict__  # every field (see _from_clean and __post_init__): read without getattr
+        out = {}
+        for name in FIELDS:
+            value = held[name]
+            out[name] = list(value) if isinstance(value, tuple) else value
+        for stage, scores, sections in _RANKED_COLUMNS:
+            ranked = ranked_entries(held[stage], held[scores], held[sections], stage)
+            if ranked is not None:
+                out[stage] = ranked
+        out["meta"] = dict(held["meta"])
         return out
 
     def replace(self, **changes: Any) -> "Trace":
@@ -126,6 +124,8 @@ class Trace:
         return Trace.from_dict(record)
 
 
+#: Each ranked list's columns: ``(stage, stage_scores, stage_sections)``.
+_RANKED_COLUMNS = tuple((stage, f"{stage}_scores", f"{stage}_sections") for stage in RANKED_FIELDS)
 _LISTS = tuple(name for name, f in FIELDS.items() if f.kind.plain in (list[str], list[bool])) + tuple(
     f"{stage}_{part}" for stage in RANKED_FIELDS for part in RANKED_PARTS)
 
