@@ -95,7 +95,16 @@ def _value(v: _Value) -> Any:
     return v.doubleValue
 
 
-def _span(raw: _Span) -> Span:
+def _id(raw: Any, digits: int, name: str, known: dict[Any, str]) -> str:
+    """:func:`~.spans.hex_id`, remembered for the line: a trace id comes back on each of a
+    request's spans, a span id as its children's parent id."""
+    value = known.get(raw)
+    if value is None:
+        value = known[raw] = hex_id(raw, digits, name)
+    return value
+
+
+def _span(raw: _Span, trace_ids: dict[Any, str], span_ids: dict[Any, str]) -> Span:
     if raw.status is not None and is_error_code(raw.status.code):
         raise _General  # a failed span: its message may sit in its events
     attributes: dict[str, Any] = {}
@@ -103,8 +112,8 @@ def _span(raw: _Span) -> Span:
         s = kv.value.stringValue  # the general reader takes the first kind set: a string comes first
         attributes[kv.key] = s if s is not None else _value(kv.value)
     parent = raw.parentSpanId or None
-    return new_span(hex_id(raw.traceId, 32, "traceId"), hex_id(raw.spanId, 16, "spanId"),
-                    hex_id(parent, 16, "parentSpanId") if parent else None, raw.name or "",
+    return new_span(_id(raw.traceId, 32, "traceId", trace_ids), _id(raw.spanId, 16, "spanId", span_ids),
+                    _id(parent, 16, "parentSpanId", span_ids) if parent else None, raw.name or "",
                     int(raw.startTimeUnixNano or 0), int(raw.endTimeUnixNano or 0), attributes, None)
 
 
@@ -114,8 +123,10 @@ def typed_spans(line: bytes) -> list[Span] | None:
         request = _decode(line)
     except msgspec.DecodeError:  # not this shape, or not JSON
         return None
+    trace_ids: dict[Any, str] = {}
+    span_ids: dict[Any, str] = {}
     try:
-        return [_span(raw) for resource in request.resourceSpans for scope in resource.scopeSpans or ()
-                for raw in scope.spans or ()]
-    except (_General, SpanError, TypeError, ValueError):
+        return [_span(raw, trace_ids, span_ids) for resource in request.resourceSpans
+                for scope in resource.scopeSpans or () for raw in scope.spans or ()]
+    except (_General, SpanError, TypeError, ValueError):  # TypeError: an id of a type no dict takes too
         return None
