@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..trace import TraceError
@@ -42,11 +41,17 @@ class Span:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
 
-    @cached_property
-    def kind(self) -> str:
-        """The OpenInference span kind (``RETRIEVER``, ``LLM``, ...), upper case; ``""`` if unset.
-        Kept once read: every stage of the ingest asks each span for it."""
-        return str(self.attributes.get("openinference.span.kind") or "").upper()
+    #: The OpenInference span kind (``RETRIEVER``, ``LLM``, ...), upper case; ``""`` if unset. Read
+    #: off the attributes when the span is made: every stage of the ingest asks each span for it.
+    kind: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _kind(self.attributes))
+
+
+def _kind(attributes: Mapping[str, Any]) -> str:
+    """The OpenInference span kind in ``attributes``, upper case; ``""`` if unset."""
+    return str(attributes.get("openinference.span.kind") or "").upper()
 
 
 _new = object.__new__
@@ -60,6 +65,7 @@ def new_span(trace_id: str, span_id: str, parent_id: str | None, name: str, star
     fields = span.__dict__
     fields["trace_id"], fields["span_id"], fields["parent_id"], fields["name"] = trace_id, span_id, parent_id, name
     fields["start_ns"], fields["end_ns"], fields["attributes"], fields["error"] = start_ns, end_ns, attributes, error
+    fields["kind"] = _kind(attributes)
     return span
 
 
