@@ -165,6 +165,20 @@ def _docs(prefix, ids, contents=None):
     return out
 
 
+@pytest.mark.parametrize("listed", [["a", "b", "a"], []])
+def test_one_retriever_span_is_the_retrieval_whatever_it_lists(listed):
+    """One retriever span (wrapped in a chain or not) gives its list, a repeated id kept at its
+    first place, and an empty list when it lists nothing; no reranking step is made of it."""
+    attrs = _docs("retrieval.documents", listed) if listed else {}
+    for parent in (None, "root"):
+        root = [_span("root", "CHAIN", {}, None, 0, 9)] if parent else []
+        spans = [_span("r", "RETRIEVER", attrs, parent, 1, 2), *root]
+        req = read_request("t1", spans)
+        assert [i for i, _ in req.retrieved] == (["a", "b"] if listed else [])
+        assert req.retrieved[:1] == ([("a", 1.0)] if listed else [])
+        assert req.notes["retrieval"] == "one retriever span 'r'" and req.reranked is None
+
+
 def test_several_retrievers_are_merged_and_the_trace_says_how():
     spans = [_span("root", "CHAIN", {"input.value": "q?"}, start=0, end=9),
              _span("r1", "RETRIEVER", _docs("retrieval.documents", ["a", "b"]), "root", 1, 2),

@@ -237,6 +237,11 @@ def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float
 def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
                docs: dict[str, list[oi.Document]]) -> list[tuple[Span, list[tuple[str, float | None]]]]:
     """Fill ``req.retrieved``; returns the wrapping retriever spans that cut (a reranking stage)."""
+    if len(retrievers) == 1:  # one retriever span (the usual case): it is the leaf, whatever it lists
+        (only,) = retrievers
+        req.retrieved = _merge([[(d.id, d.score) for d in docs[only.span_id] or ()]])
+        req.notes["retrieval"] = f"one retriever span '{only.name}'"
+        return []
     listed = {s.span_id for s in retrievers if docs[s.span_id] is not None}
     wraps_listed = tree.marked_above(listed)
     under_listed = tree.marked_below(listed, retrievers)
