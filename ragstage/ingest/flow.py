@@ -150,7 +150,7 @@ class _Accounts:
         self.next = 0
         self.seen: dict[tuple[str, str], str] = {}  # (query_id, pipeline) -> trace id, in accounting order
         self.runs: Counter[tuple[str, str]] = Counter()
-        self.chunk_keys: set[str] = set()
+        self.chunk_keys: set[Any] = set()
         self.conventions: Counter[str] = Counter()
         self.spans = 0
 
@@ -178,7 +178,7 @@ class _Accounts:
         if not req.is_request:
             return out
         for cand in req.candidates.values():
-            self.chunk_keys.update(map(str, cand.metadata))
+            self.chunk_keys.update(cand.metadata)  # as written; named as text when the ingest ends
         out.trace, out.found = request_to_trace(req, self.index, self.opts)
         out.has_llm = req.has_llm
         return out
@@ -313,12 +313,12 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
     _conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
 
 
-def _conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[str], conventions: Counter[str],
+def _conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[Any], conventions: Counter[str],
               n_spans: int) -> None:
     """What is known only once every request is read: labels no request used, the chunks'
     metadata keys, and a warning when spans were read but none in a convention this reads."""
     result.unmatched_labels = index.unmatched()
-    result.chunk_metadata_keys = sorted(chunk_keys)
+    result.chunk_metadata_keys = sorted({str(key) for key in chunk_keys})
     if n_spans and not result.counts.n and not result.incomplete:
         found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
         result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
@@ -395,7 +395,7 @@ class _PartDone:
     result: IngestResult
     keys: list[tuple[tuple[str, str], str]]  # ((query_id, pipeline), trace id) in accounting order
     used: list[int]  # positions of the labels a request matched
-    chunk_keys: set[str]
+    chunk_keys: set[Any]
     conventions: Counter[str]
     spans: int
     unscanned: bool = False  # a trace the scan did not close: read the file in one process
@@ -449,7 +449,7 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
             if part.error is not None:
                 raise part.error
             accounts.seen.update(part.keys)
-        chunk_keys: set[str] = set()
+        chunk_keys: set[Any] = set()
         conventions: Counter[str] = Counter()
         for part in parts:
             result.merge(part.result)
