@@ -94,12 +94,13 @@ def _recover_by_masking_always(contents, prompt, min_fragment):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text("ab \x00", max_size=14), min_size=1, max_size=5), st.data(),
-       st.integers(min_value=1, max_value=6))
+@given(st.lists(st.text("ab \x00", max_size=14) | st.text("ab", min_size=60, max_size=90), min_size=1, max_size=5),
+       st.data(), st.integers(min_value=1, max_value=6) | st.sampled_from([31, 32, 40]))
 def test_recovery_equals_masking_every_time(passages, data, min_fragment):
     """Recovery masks only when some fragment is in the text: the result is the one masking every
-    time gives, on a two-letter alphabet where overlaps, repeats and cut passages are common, and
-    with the mask character itself in passages and prompt."""
+    time gives, on a two-letter alphabet where overlaps, repeats and cut passages are common, with
+    passages longer than twice the opening searched first, and with the mask character itself in
+    passages and prompt."""
     contents = {f"p{i}": text for i, text in enumerate(passages)}
     pieces = data.draw(st.lists(st.sampled_from(passages).flatmap(
         lambda t: st.integers(0, len(t)).flatmap(lambda k: st.sampled_from([t, t[:k], t[k:]]))), max_size=5))

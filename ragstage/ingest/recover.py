@@ -46,18 +46,21 @@ def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
     """
     text = normalise(prompt if isinstance(prompt, str) else "\n".join(prompt))
     norm = contents if normalised else {cid: normalise(c) for cid, c in contents.items()}
-    # c is in the text only if its opening is: that short search runs first, since a search for a
-    # long needle prepares the needle each time (a candidate is a whole passage)
-    whole = [cid for cid, c in norm.items() if c and c[:_OPENING] in text and c in text]
-    whole_ids = set(whole)
-    suspects = []  # candidates not whole whose beginning or end is in the text
+    whole, suspects = [], []  # suspects: candidates not whole whose beginning or end is in the text
     for cid, c in norm.items():
-        if not c or cid in whole_ids:
+        if not c:
+            continue
+        # c is in the text only if its opening is: that short search runs first, since a search for a
+        # long needle prepares the needle each time (a candidate is a whole passage)
+        opening = c[:_OPENING] in text
+        if opening and c in text:
+            whole.append(cid)
             continue
         need = min(min_fragment, max(1, len(c) // 2))
-        # a prefix (suffix) at least ``need`` long is present iff the one ``need`` long is
+        # a prefix (suffix) at least ``need`` long is present iff the one ``need`` long is; a
+        # beginning that holds the opening is not in the text when the opening is not
         head, tail = c[:need], c[-need:]
-        if head in text or tail in text or _MASK in c:
+        if ((opening or need < _OPENING) and head in text) or tail in text or _MASK in c:
             suspects.append((cid, head, tail))
     if not suspects:  # masking only takes text away: a fragment (with no mask character) not in the
         # text is not in the masked text either
