@@ -235,21 +235,23 @@ def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float
 
 
 def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
-               docs: dict[str, list[oi.Document]]) -> list[tuple[Span, list[tuple[str, float | None]]]]:
-    """Fill ``req.retrieved``; returns the wrapping retriever spans that cut (a reranking stage)."""
+               lists: dict[str, list[tuple[str, float | None]] | None]
+               ) -> list[tuple[Span, list[tuple[str, float | None]]]]:
+    """Fill ``req.retrieved`` from each span's ``(id, score)`` list (None: it lists no documents);
+    returns the wrapping retriever spans that cut (a reranking stage)."""
     if len(retrievers) == 1:  # one retriever span (the usual case): it is the leaf, whatever it lists
         (only,) = retrievers
-        req.retrieved = _merge([[(d.id, d.score) for d in docs[only.span_id] or ()]])
+        req.retrieved = _merge([lists[only.span_id] or []])
         req.notes["retrieval"] = f"one retriever span '{only.name}'"
         return []
-    listed = {s.span_id for s in retrievers if docs[s.span_id] is not None}
+    listed = {s.span_id for s in retrievers if lists[s.span_id] is not None}
     wraps_listed = tree.marked_above(listed)
     under_listed = tree.marked_below(listed, retrievers)
     leaves = [s for s in retrievers
               if s.span_id not in wraps_listed and (s.span_id in listed or s.span_id not in under_listed)]
     leaves.sort(key=lambda s: (s.start_ns, s.end_ns))
     leaf_ids = {s.span_id for s in leaves}
-    ranked = {s.span_id: [(d.id, d.score) for d in docs[s.span_id] or ()] for s in retrievers}
+    ranked = {s.span_id: lists[s.span_id] or [] for s in retrievers}
     lists = [ranked[s.span_id] for s in leaves]
     union = _merge(lists)
     cuts = []
@@ -354,27 +356,28 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     for s in rerank_spans:
         docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id])
         docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id])
+    lists: dict[str, list[tuple[str, float | None]] | None] = {}  # span key -> (id, score) of its documents
     for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
         if listing is None:
+            lists[key] = None
             continue
-        named = []
+        pairs = []
         for d in listing:
-            norm = None
-            if d.id is None:
+            cid, norm = d.id, None
+            if cid is None:
                 norm, cid = _passage(d.content)
-                d = oi.Document(cid, d.score, d.content, d.metadata)
-            named.append(d)
-            cand = req.candidates.get(d.id)
+            pairs.append((cid, d.score))
+            cand = req.candidates.get(cid)
             if cand is None:  # first seen: what this document gives, as the updates below would set it
-                req.candidates[d.id] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
+                req.candidates[cid] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
                 continue
             if not cand.content and d.content:
                 cand.content, cand.normalised = d.content, norm
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
-        docs[key] = named
-    stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, docs)
-    stages += [(s, [(d.id, d.score) for d in docs[s.span_id] or ()]) for s in rerank_spans]
+        lists[key] = pairs
+    stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, lists)
+    stages += [(s, list(lists[s.span_id] or ())) for s in rerank_spans]
     for s in postprocessors:
         ids = oi.postprocessor_ids(s)
         if ids is not None:
