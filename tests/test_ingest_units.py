@@ -230,6 +230,26 @@ def test_documents_without_ids_get_ids_from_their_text():
     assert trace.retrieved == (content_id("Some passage text."),)
 
 
+@pytest.mark.parametrize("text", ['{"source": "a.md", "start_index": 4}', '{"source": "a.md", "pages": [1, 2]}',
+                                  '["not", "an", "object"]', "{not json", ""])
+def test_each_document_gets_metadata_of_its_own(text):
+    """The same metadata text read again (a chunk retrieved for another request) gives an equal
+    dict that shares nothing mutable with the first: changing one changes no other."""
+    from ragstage.ingest.openinference import documents
+
+    span = _span("r", "RETRIEVER", {"retrieval.documents.0.document.content": "x", "retrieval.documents.0.document"
+                                    ".metadata": text})
+    first, second = documents(span)[0].metadata, documents(span)[0].metadata
+    want = orjson.loads(text) if text.startswith("{\"") else {}
+    assert first == second == want
+    for metadata in (first, second):
+        metadata["source"] = "changed"
+        for value in metadata.values():
+            if isinstance(value, list):
+                value.append(3)
+    assert documents(span)[0].metadata == want
+
+
 # -- Phoenix ------------------------------------------------------------------------------------
 
 def test_phoenix_frame_and_parquet(tmp_path):
