@@ -70,8 +70,9 @@ class ChunkKeys:
 
 def _first(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
     for key in keys:
-        if meta.get(key) is not None:
-            return meta[key]
+        value = meta.get(key)
+        if value is not None:
+            return value
     return None
 
 
