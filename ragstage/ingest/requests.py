@@ -338,8 +338,9 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
     for s in ordered:  # the root's metadata first, then the rest
         groups[s.span_id] = read = oi.attribute_groups(s.attributes)
-        for k, v in oi.metadata(s, read).items():
-            req.metadata.setdefault(k, v)
+        if read is None or read.metadata or "metadata" in s.attributes:  # else it has none
+            for k, v in oi.metadata(s, read).items():
+                req.metadata.setdefault(k, v)
     retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
     for s in ordered:  # each span's part, in the order they started
         kind = s.kind
