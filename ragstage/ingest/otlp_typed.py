@@ -105,7 +105,8 @@ def _id(raw: Any, digits: int, name: str, known: dict[Any, str]) -> str:
 
 
 def _span(raw: _Span, trace_ids: dict[Any, str], span_ids: dict[Any, str]) -> Span:
-    if raw.status is not None and is_error_code(raw.status.code):
+    status = raw.status
+    if status is not None and status.code != 1 and is_error_code(status.code):  # 1: OK, the usual
         raise _General  # a failed span: its message may sit in its events
     attributes: dict[str, Any] = {}
     for kv in raw.attributes or ():
