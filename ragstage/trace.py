@@ -105,16 +105,22 @@ class Trace:
 
     def to_dict(self) -> dict[str, Any]:
         """The on-disk form: every field, lists as lists, scores and sections folded back in."""
+        return self._on_disk(copy=True)
+
+    def _on_disk(self, copy: bool) -> dict[str, Any]:
+        """:meth:`to_dict`; with ``copy=False`` the held tuples and ``meta`` as they are, for a
+        JSON writer, which writes a tuple as a list."""
         held = self.__dict__  # every field (see _from_clean and __post_init__): read without getattr
         out = {}
         for name in FIELDS:
             value = held[name]
-            out[name] = list(value) if isinstance(value, tuple) else value
+            out[name] = list(value) if copy and isinstance(value, tuple) else value
         for stage, scores, sections in _RANKED_COLUMNS:
             ranked = ranked_entries(held[stage], held[scores], held[sections], stage)
             if ranked is not None:
                 out[stage] = ranked
-        out["meta"] = dict(held["meta"])
+        if copy:
+            out["meta"] = dict(held["meta"])
         return out
 
     def replace(self, **changes: Any) -> "Trace":
@@ -278,7 +284,7 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
 
 def trace_line(trace: Trace) -> bytes:
     """One trace as a line of a trace file (its on-disk form, newline included)."""
-    return orjson.dumps(trace.to_dict()) + b"\n"
+    return orjson.dumps(trace._on_disk(copy=False)) + b"\n"
 
 
 @contextmanager

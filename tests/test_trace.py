@@ -201,3 +201,28 @@ def test_from_row_equals_from_dict_of_the_same_entries(entries, with_scores, wit
     by_entries = ({"query_id": "q", "retrieved": as_entries} if with_scores or with_sections
                   else {"query_id": "q", "retrieved": ids})
     assert _outcome(lambda: Trace.from_row(row)) == _outcome(lambda: Trace.from_dict(by_entries))
+
+
+_PLAIN_IDS = st.lists(st.sampled_from(["d1", "d2", "d3"]), max_size=3)
+_META = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3),
+                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
+                                                                                   max_size=2),
+                     max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_trace_line_is_the_json_of_to_dict(data):
+    """trace_line writes the held tuples and meta as they are: the same bytes as to_dict's JSON."""
+    import orjson
+
+    from ragstage.trace import trace_line
+
+    ids = data.draw(_PLAIN_IDS)
+    scores = data.draw(st.none() | st.lists(st.none() | st.floats(-1, 1), min_size=len(ids), max_size=len(ids)))
+    row = {"query_id": "q", "gold": data.draw(_PLAIN_IDS), "retrieved": ids, "retrieved_scores": scores,
+           "prompt": data.draw(st.none() | _PLAIN_IDS),
+           "claims": data.draw(st.none() | st.lists(st.booleans(), max_size=2)),
+           "meta": data.draw(st.dictionaries(st.text(max_size=3), _META, max_size=3))}
+    trace = Trace.from_row(row)
+    assert trace_line(trace) == orjson.dumps(trace.to_dict()) + b"\n"
