@@ -51,9 +51,11 @@ def recover_prompt_ids(contents: Mapping[str, str], prompt: str | Iterable[str],
         if not c:
             continue
         # c is in the text only if its opening is: that short search runs first, since a search for a
-        # long needle prepares the needle each time (a candidate is a whole passage)
-        opening = c[:_OPENING] in text
-        if opening and c in text:
+        # long needle prepares the needle each time (a candidate is a whole passage); where the
+        # opening is, c usually is too, which a comparison tells
+        at = text.find(c[:_OPENING])
+        opening = at >= 0
+        if opening and (text.startswith(c, at) or c in text):
             whole.append(cid)
             continue
         need = min(min_fragment, max(1, len(c) // 2))
