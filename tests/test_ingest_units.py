@@ -336,3 +336,18 @@ def test_ragas_samples_get_stable_ids_and_state_their_assumption(tmp_path):
     with pytest.raises(SpanError) as info:
         ragas_to_traces(path)
     assert info.value.line == 2 and info.value.field == "user_input"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 2**63 - 1) | st.builds(lambda s, ns: s * 10**9 + ns, st.integers(1_500_000_000, 1_900_000_000),
+                                             st.sampled_from([0, 1, 499, 500, 501, 999_499, 999_500, 999_501,
+                                                              999_999_499, 999_999_500, 999_999_999])))
+def test_a_request_time_is_the_datetime_text_of_its_nanoseconds(ns):
+    """The request's timestamp text equals datetime's own (fromtimestamp of the float seconds, to the
+    millisecond), at the rounding edges of a microsecond, a millisecond and a second too."""
+    from datetime import datetime, timezone
+
+    from ragstage.ingest.requests import _iso
+
+    want = datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+    assert _iso(ns) == want.replace("+00:00", "Z")

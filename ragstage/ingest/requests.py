@@ -28,6 +28,7 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -125,10 +126,30 @@ def _passage(content: str) -> tuple[str, str]:
     return known
 
 
+_SECONDS: dict[int, str] = {}  # Unix second -> its ISO text without offset, for the seconds seen lately
+
+
 def _iso(ns: int) -> str | None:
+    """``datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)`` as ISO text to the millisecond, with Z.
+
+    The float's microseconds are rounded half to even as ``fromtimestamp`` rounds them, and a
+    second's text is kept: requests read together started within seconds of each other, and
+    making a datetime and its text for each costs more than the rest of this.
+    """
     if ns <= 0:
         return None
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    frac, whole = math.modf(ns / 1e9)
+    us = round(frac * 1e6)
+    if us >= 1_000_000:
+        us -= 1_000_000
+        whole += 1.0
+    second = int(whole)
+    text = _SECONDS.get(second)
+    if text is None:
+        if len(_SECONDS) >= _MAX_PASSAGES:
+            _SECONDS.clear()
+        text = _SECONDS[second] = datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6]  # no +00:00
+    return f"{text}.{us // 1000:03d}Z"
 
 
 def _query_from(value: Any) -> str:
