@@ -287,13 +287,18 @@ def trace_line(trace: Trace) -> bytes:
     return orjson.dumps(trace._on_disk(copy=False)) + b"\n"
 
 
+#: Bytes gathered before a trace file is written to: a trace's line is a few kilobytes, and
+#: the default buffer would make a system call every few traces.
+_WRITE_BUFFER = 1 << 20
+
+
 @contextmanager
 def trace_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Iterator[IO[bytes]]:
     """A binary stream onto a trace file (gzip when the name ends in ``.gz``) that appears whole
     when the block ends, or not at all (:func:`ragstage.atomic.atomic_output`): an error in the
     block, or a killed process, leaves an existing ``path`` as it was. ``inputs`` are files
     the traces are read from, refused as ``path``."""
-    with atomic_output(path, inputs) as tmp, open(tmp, "wb") as raw:
+    with atomic_output(path, inputs) as tmp, open(tmp, "wb", buffering=_WRITE_BUFFER) as raw:
         out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
             path).suffix == ".gz" else raw
         with out:
