@@ -9,6 +9,7 @@ files. The reference is the same spans handed over as objects (held whole, as be
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
-from ragstage.ingest.grouping import line_offsets, safe_cuts, trace_lines
+from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
 from ragstage.trace import read_traces
 
 WORDS = "leave budget travel hotel weeks approval laptop security remote staff policy receipt".split()
@@ -186,6 +187,31 @@ def test_the_scan_split_over_processes_finds_what_one_process_finds(tmp_path, li
                 for t in {t for ids in lines for t in ids}}
     assert trace_lines(path, block_size) == expected
     assert trace_lines(path, block_size, workers=workers) == expected
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=40),
+       st.integers(1, 64), st.integers(1, 3))
+def test_the_scan_finds_where_each_line_starts(tmp_path, lines, block_size, workers):
+    """Every line's byte offset, the same however the file is cut into blocks and ranges: what
+    counting newlines gives (a last newline starts no line)."""
+    path = tmp_path / "f.jsonl"
+    content = b"\n".join(lines)
+    path.write_bytes(content)
+    with scanning(path, block_size, workers) as scanned:
+        starts = list(scanned().starts)
+    assert starts == [k for k in range(len(content)) if k == 0 or content[k - 1] == 10]
+    assert starts == line_offsets(path, list(range(1, len(starts) + 1)), block_size)
+
+
+def test_leaving_the_scan_before_its_result_stops_its_processes(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": f"{k + 1:032x}"}]}]}]}) + b"\n" for k in range(4)))
+    with pytest.raises(RuntimeError), scanning(path, workers=2):
+        children = multiprocessing.active_children()
+        raise RuntimeError
+    assert len(children) == 2 and not any(child.is_alive() for child in children)
 
 
 def test_a_trace_id_the_scan_cannot_read_is_a_clear_error(tmp_path):

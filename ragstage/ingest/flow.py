@@ -33,7 +33,7 @@ from ..collector import collector_paused
 from ..trace import FilePart, Trace, TraceError, trace_line, trace_output, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
-from .grouping import TraceGroups, is_json_lines, line_offsets, safe_cuts, trace_lines
+from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
 from .requests import Request, read_request
 from .spans import Span, SpanError
 
@@ -358,11 +358,13 @@ def _plan(sources: list[Any], opts: IngestOptions, workers: int | None) -> _Plan
     found = detect(path)
     if found.name != "otlp" or not is_json_lines(path):
         return None
-    lines = trace_lines(path, workers=workers)  # the scan is split over the workers too
+    with scanning(path, workers=workers) as scanned:  # the scan is split over the workers too
+        scan = scanned()
+    lines = scan.traces
     cuts = safe_cuts(lines.values(), max((last for _, last in lines.values()), default=0), workers)
     if not cuts:
         return None
-    starts = [0, *line_offsets(path, cuts), path.stat().st_size]
+    starts = [0, *(scan.starts[cut - 1] for cut in cuts), path.stat().st_size]
     first_lines = [1, *cuts]
     parts = [(starts[k], starts[k + 1], first_lines[k]) for k in range(len(first_lines))]
     return _Plan(str(source), path, found, parts, _closing({t: (0, last) for t, (_, last) in lines.items()}))
