@@ -291,7 +291,7 @@ def test_the_plan_cuts_between_traces_and_errors_keep_the_file_line(tmp_path, mo
     monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
     path = tmp_path / "spans.jsonl"
     _one_trace_a_line(path, 7)
-    plan = flow._plan([str(path)], flow.IngestOptions(), 2)
+    plan = flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0]
     assert plan is not None and len(plan.parts) == 2 and plan.parts[1][2] % 2 == 1  # a part starts at a retriever line
     parts = _ingest_or_error(tmp_path / "a.jsonl", path, None, 2)
     assert parts == _ingest_or_error(tmp_path / "b.jsonl", path, None, 1)
@@ -315,7 +315,7 @@ def test_a_part_that_meets_a_trace_the_scan_missed_hands_the_file_to_one_process
     hidden = first.replace(b'"traceId"', b'"trace\\u0049d"').replace(b"1" * 16, b"2" * 16)
     other = first.replace(b"a" * 32, b"b" * 32).replace(b"1" * 16, b"3" * 16)
     path.write_bytes(first + b"\n" + hidden + b"\n" + other + b"\n")
-    assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2).parts] == [1, 2]
+    assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0].parts] == [1, 2]
     with pytest.raises(SpanError, match="trace-id scan") as err:
         ingest_spans_to(tmp_path / "t.jsonl", str(path), workers=2)
     assert err.value.line == 2
@@ -336,11 +336,44 @@ def test_the_command_reads_a_large_file_in_parts_with_the_same_output(tmp_path):
     assert outputs[0] == outputs[1] and "wrote 2600 trace(s)" in outputs[0][1]
 
 
+def _nothing() -> None:
+    """A plan's ``meanwhile`` with nothing to do."""
+
+
+def test_the_plan_runs_its_meanwhile_once_whether_or_not_it_scans(tmp_path, monkeypatch):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 7)
+    calls = []
+    for min_split, workers in ((0, 2), (0, 1), (1 << 40, 2)):
+        monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", min_split)
+        plan, got = flow._plan([str(path)], flow.IngestOptions(), workers, lambda: calls.append(1) or len(calls))
+        assert (plan is not None) == (workers == 2 and min_split == 0) and got == len(calls)
+    assert calls == [1, 1, 1]
+
+
+@pytest.mark.parametrize("spans", ["otlp", "unknown"])
+def test_a_bad_label_read_during_the_scan_is_the_error_one_process_gives(tmp_path, monkeypatch, spans):
+    """Labels are read while the scan runs: a bad one is still reported first, naming file,
+    line and field (before a spans file of no known format too), and the scan's processes end."""
+    path = tmp_path / "spans.jsonl"
+    if spans == "otlp":
+        _one_trace_a_line(path, 7)
+    else:
+        path.write_bytes(b'{"something": "else"}\n')
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(b'{"query_id": "q0", "gold": ["d"]}\n{"query_id": "q1", "gold": "d"}\n')
+    one = _ingest_or_error(tmp_path / "one.jsonl", path, labels, 1)
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    assert _ingest_or_error(tmp_path / "parts.jsonl", path, labels, 2) == one
+    assert "labels.jsonl" in one[0] and "line 2" in one[0] and "gold" in one[0]
+    assert not multiprocessing.active_children()
+
+
 def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):
     path = tmp_path / "spans.jsonl"
     _one_trace_a_line(path, 3)
-    assert flow._plan([str(path)], flow.IngestOptions(), 2) is None  # under MIN_SPLIT_BYTES
-    assert flow._plan([str(path)], flow.IngestOptions(), 1) is None
+    assert flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0] is None  # under MIN_SPLIT_BYTES
+    assert flow._plan([str(path)], flow.IngestOptions(), 1, _nothing)[0] is None
 
 
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(0, 6)), max_size=30), st.integers(1, 5))
