@@ -9,6 +9,7 @@ files. The reference is the same spans handed over as objects (held whole, as be
 
 from __future__ import annotations
 
+import gzip
 import multiprocessing
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
 from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
-from ragstage.trace import read_traces
+from ragstage.trace import read_traces, trace_output
 
 WORDS = "leave budget travel hotel weeks approval laptop security remote staff policy receipt".split()
 
@@ -367,6 +368,34 @@ def test_a_bad_label_read_during_the_scan_is_the_error_one_process_gives(tmp_pat
     assert _ingest_or_error(tmp_path / "parts.jsonl", path, labels, 2) == one
     assert "labels.jsonl" in one[0] and "line 2" in one[0] and "gold" in one[0]
     assert not multiprocessing.active_children()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=3000), max_size=4), st.binary(max_size=20), st.sampled_from(["", ".gz"]))
+def test_appending_part_files_gives_their_bytes_in_order(tmp_path, contents, before, suffix):
+    """Parts copied by the kernel into a plain output, or through a buffer into a .gz one, land
+    after what was written before and in order."""
+    parts = []
+    for k, content in enumerate(contents):
+        parts.append(tmp_path / f"{k}.jsonl")
+        parts[-1].write_bytes(content)
+    out = tmp_path / f"out.jsonl{suffix}"
+    with trace_output(out) as stream:
+        stream.write(before)
+        for part in parts:
+            flow._append_file(part, stream)
+    written = gzip.decompress(out.read_bytes()) if suffix else out.read_bytes()
+    assert written == before + b"".join(contents)
+
+
+def test_parts_written_to_a_gz_output_give_what_one_process_writes(tmp_path, monkeypatch):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 9, repeat=10 ** 9)
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    outs = [tmp_path / f"{workers}.jsonl.gz" for workers in (1, 2)]
+    for workers, out in zip((1, 2), outs):
+        assert ingest_spans_to(out, str(path), workers=workers).written == 9
+    assert gzip.decompress(outs[0].read_bytes()) == gzip.decompress(outs[1].read_bytes())
 
 
 def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):

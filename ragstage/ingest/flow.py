@@ -18,6 +18,7 @@ second core nearly halves the wall time of a week's export; CPU time stays what 
 from __future__ import annotations
 
 import contextlib
+import io
 import multiprocessing
 import os
 import shutil
@@ -27,7 +28,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 from ..collector import collector_paused
 from ..trace import FilePart, Trace, TraceError, trace_line, trace_output, write_traces
@@ -480,10 +481,26 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
             conventions.update(part.conventions)
         with trace_output(out) as stream:
             for k in range(len(parts)):
-                with open(Path(folder) / f"{k}.jsonl", "rb") as written:
-                    shutil.copyfileobj(written, stream, 1 << 20)
+                _append_file(Path(folder) / f"{k}.jsonl", stream)
     result.written = result.counts.n
     n_spans = sum(part.spans for part in parts)
     read_note(plan.name, plan.found, n_spans, result.read, result.warnings)
     _conclude(result, index, chunk_keys, conventions, n_spans)
     return result
+
+
+def _append_file(path: Path, stream: IO[bytes]) -> None:
+    """Append the bytes of ``path`` to ``stream``: copied by the kernel, file to file, when the
+    stream is a plain file (a part's traces never pass through this process: a tenth of the
+    time), else through a buffer (a ``.gz`` stream compresses them)."""
+    with open(path, "rb") as source:
+        if not isinstance(stream, io.BufferedWriter):
+            shutil.copyfileobj(source, stream, 1 << 20)
+            return
+        stream.flush()  # what is buffered goes first
+        offset, size = 0, os.fstat(source.fileno()).st_size
+        while offset < size:
+            sent = os.sendfile(stream.fileno(), source.fileno(), offset, size - offset)
+            if sent == 0:
+                raise OSError(f"{path}: ended after {offset} of its {size} bytes")
+            offset += sent
