@@ -10,6 +10,7 @@ files. The reference is the same spans handed over as objects (held whole, as be
 from __future__ import annotations
 
 import gzip
+import io
 import multiprocessing
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
+from ragstage.ingest import SpanError, flow, grouping, ingest_spans, ingest_spans_to, read_otlp_json
 from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
 from ragstage.trace import read_traces, trace_output
 
@@ -203,6 +204,18 @@ def test_the_scan_finds_where_each_line_starts(tmp_path, lines, block_size, work
         starts = list(scanned().starts)
     assert starts == [k for k in range(len(content)) if k == 0 or content[k - 1] == 10]
     assert starts == line_offsets(path, list(range(1, len(starts) + 1)), block_size)
+
+
+@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=30),
+       st.integers(1, 64), st.data())
+def test_the_scan_reads_regions_of_whole_lines_in_order(lines, block_size, data):
+    """Regions that hold the stream's bytes in order, each ending with a newline but the last."""
+    content = b"\n".join(lines)
+    ends = [k + 1 for k, byte in enumerate(content) if byte == 10]
+    left = data.draw(st.sampled_from([-1, *ends]))  # a range ends at a line end
+    regions = [data_[start:stop] for data_, start, stop in grouping._blocks(io.BytesIO(content), block_size, left)]
+    assert b"".join(regions) == (content if left < 0 else content[:left])
+    assert all(region.endswith(b"\n") for region in regions[:-1]) and all(regions)
 
 
 def test_leaving_the_scan_before_its_result_stops_its_processes(tmp_path):

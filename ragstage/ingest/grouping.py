@@ -53,21 +53,29 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[bytes]:
-    """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block);
-    with ``left``, only that many bytes (a range that ends at a line end)."""
+def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[tuple[bytes, int, int]]:
+    """The stream as regions of whole lines, ``(data, start, stop)`` for ``data[start:stop]``,
+    about ``size`` bytes read at a time (a longer line is one region); with ``left``, only that
+    many bytes (a range that ends at a line end). A region is the bytes as read, not a copy:
+    only a line that straddles two reads is joined (copying each block cost a third of the
+    scan)."""
     rest = b""
     while left and (chunk := handle.read(size if left < 0 else min(size, left))):
         left = left - len(chunk) if left > 0 else left
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            rest = data
+        first = chunk.find(b"\n") + 1
+        if first == 0:  # no line ends in this read
+            rest += chunk
             continue
-        yield data[:cut]
-        rest = data[cut:]
+        start = 0
+        if rest:
+            yield rest + chunk[:first], 0, len(rest) + first
+            start = first
+        cut = chunk.rfind(b"\n") + 1
+        if cut > start:
+            yield chunk, start, cut
+        rest = chunk[cut:]
     if rest:
-        yield rest
+        yield rest, 0, len(rest)
 
 
 class FileScan(NamedTuple):
@@ -78,26 +86,26 @@ class FileScan(NamedTuple):
     starts: array  # starts[k]: the byte offset of line k + 1 (of a .gz file: in its decompressed bytes)
 
 
-def _scan(blocks: Iterable[bytes]) -> tuple[array, dict[bytes, tuple[int, int]]]:
-    """Where each line in ``blocks`` starts (bytes from the first block's start) and ``raw trace
-    id -> (first, last line naming it)``, lines from 1."""
+def _scan(regions: Iterable[tuple[bytes, int, int]]) -> tuple[array, dict[bytes, tuple[int, int]]]:
+    """Where each line in ``regions`` (as :func:`_blocks` gives them) starts, in bytes from the
+    first one's start, and ``raw trace id -> (first, last line naming it)``, lines from 1."""
     seen: dict[bytes, tuple[int, int]] = {}
     starts = array("q")
     line_at = starts.append
     lineno = base = 0
     find = _TRACE_ID.findall
-    for block in blocks:
-        start, size = 0, len(block)
-        while start < size:  # one line at a time, found in place: no copy of the block
-            end = block.find(b"\n", start)
-            end = size if end < 0 else end
+    for block, start, stop in regions:
+        at = base - start  # where block[0] is in the stream
+        base += stop - start
+        while start < stop:  # one line at a time, found in place: no copy of the block
+            end = block.find(b"\n", start, stop)
+            end = stop if end < 0 else end
             lineno += 1
-            line_at(base + start)
+            line_at(at + start)
             for raw in set(find(block, start, end)):
                 known = seen.get(raw)
                 seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
             start = end + 1
-        base += size
     return starts, seen
 
 
