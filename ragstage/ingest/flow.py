@@ -79,15 +79,22 @@ def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str |
     processes (default: one per core; 1 reads in this process), with the same output.
     """
     opts = options or IngestOptions(**kwargs)
-    sources = _sources(spans)
     with collector_paused():
-        plan, index = _plan(sources, opts, workers, lambda: LabelIndex(iter_labels(labels)))
-        if plan is not None:
-            result = _ingest_parts_to(out, plan, index, opts)
-            if result is not None:
-                return result
-        result = IngestResult([], [], [])
-        result.written = write_traces(out, _request_traces(sources, index, opts, result))
+        return _ingest_to(out, _sources(spans), labels, opts, workers)
+
+
+def _ingest_to(out: str | Path, sources: list[Any], labels: Iterable[Label] | str | Path | None,
+               opts: IngestOptions, workers: int | None) -> IngestResult:
+    """:func:`ingest_spans_to`'s work, in a function of its own: the labels and the plan are
+    freed when it returns, with the cycle collector still paused; held until after the pause,
+    they were all walked by the collector's first pass (0.1 s for 200,000 labels)."""
+    plan, index = _plan(sources, opts, workers, lambda: LabelIndex(iter_labels(labels)))
+    if plan is not None:
+        result = _ingest_parts_to(out, plan, index, opts)
+        if result is not None:
+            return result
+    result = IngestResult([], [], [])
+    result.written = write_traces(out, _request_traces(sources, index, opts, result))
     return result
 
 
