@@ -109,19 +109,26 @@ def _scan(regions: Iterable[tuple[bytes, int, int]]) -> tuple[array, dict[bytes,
     return starts, seen
 
 
-def _normalised(seen: dict[bytes, tuple[int, int]]) -> dict[str, tuple[int, int]]:
-    """The scan's raw ids as the reader normalises them (lower-case hex; base64 decoded), two
-    spellings of one id joined; a value that is no trace id is skipped (the parse reports it,
-    naming its line)."""
-    out: dict[str, tuple[int, int]] = {}
-    for raw, (first, last) in seen.items():
-        try:
-            trace_id = hex_id(raw.decode("ascii"), 32, "traceId")
-        except (SpanError, UnicodeDecodeError):
+def _trace_id(raw: bytes) -> str | None:
+    """A raw id as the reader normalises it (lower-case hex; base64 decoded); None for a value
+    that is no trace id (the parse reports it, naming its line)."""
+    try:
+        return hex_id(raw.decode("ascii"), 32, "traceId")
+    except (SpanError, UnicodeDecodeError):
+        return None
+
+
+def _widen(out: dict[str, tuple[int, int]], lines: Iterable[tuple[str | None, tuple[int, int]]],
+           offset: int = 0) -> None:
+    """Add ``(trace id, (first, last line))`` pairs to ``out``, lines moved on by ``offset``; an
+    id already there spans both (two spellings of one id, one trace in two ranges); a None id
+    is skipped."""
+    for trace_id, (first, last) in lines:
+        if trace_id is None:
             continue
+        first, last = first + offset, last + offset
         known = out.get(trace_id)
         out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
-    return out
 
 
 def _scan_range(job: tuple[str, int, int | None, int]) -> tuple[array, dict[str, tuple[int, int]]]:
@@ -132,7 +139,9 @@ def _scan_range(job: tuple[str, int, int | None, int]) -> tuple[array, dict[str,
     with gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb") as handle:
         handle.seek(start)
         starts, seen = _scan(_blocks(handle, block_size, -1 if end is None else end - start))
-    return (array("q", [s + start for s in starts]) if start else starts), _normalised(seen)
+    traces: dict[str, tuple[int, int]] = {}
+    _widen(traces, ((_trace_id(raw), lines) for raw, lines in seen.items()))
+    return (array("q", [s + start for s in starts]) if start else starts), traces
 
 
 def _joined(parts: list[tuple[array, dict[str, tuple[int, int]]]]) -> FileScan:
@@ -141,11 +150,7 @@ def _joined(parts: list[tuple[array, dict[str, tuple[int, int]]]]) -> FileScan:
     traces: dict[str, tuple[int, int]] = {}
     starts = array("q")
     for part_starts, part in parts:
-        offset = len(starts)
-        for trace_id, (first, last) in part.items():
-            first, last = first + offset, last + offset
-            known = traces.get(trace_id)
-            traces[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
+        _widen(traces, part.items(), len(starts))
         starts.extend(part_starts)
     return FileScan(traces, starts)
 
