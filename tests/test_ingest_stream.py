@@ -9,6 +9,9 @@ files. The reference is the same spans handed over as objects (held whole, as be
 
 from __future__ import annotations
 
+import gzip
+import io
+import multiprocessing
 import subprocess
 import sys
 
@@ -17,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstage.ingest import SpanError, flow, ingest_spans, ingest_spans_to, read_otlp_json
-from ragstage.ingest.grouping import line_offsets, safe_cuts, trace_lines
-from ragstage.trace import read_traces
+from ragstage.ingest import SpanError, flow, grouping, ingest_spans, ingest_spans_to, read_otlp_json
+from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
+from ragstage.trace import read_traces, trace_output
 
 WORDS = "leave budget travel hotel weeks approval laptop security remote staff policy receipt".split()
 
@@ -188,6 +191,43 @@ def test_the_scan_split_over_processes_finds_what_one_process_finds(tmp_path, li
     assert trace_lines(path, block_size, workers=workers) == expected
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=40),
+       st.integers(1, 64), st.integers(1, 3))
+def test_the_scan_finds_where_each_line_starts(tmp_path, lines, block_size, workers):
+    """Every line's byte offset, the same however the file is cut into blocks and ranges: what
+    counting newlines gives (a last newline starts no line)."""
+    path = tmp_path / "f.jsonl"
+    content = b"\n".join(lines)
+    path.write_bytes(content)
+    with scanning(path, block_size, workers) as scanned:
+        starts = list(scanned().starts)
+    assert starts == [k for k in range(len(content)) if k == 0 or content[k - 1] == 10]
+    assert starts == line_offsets(path, list(range(1, len(starts) + 1)), block_size)
+
+
+@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=30),
+       st.integers(1, 64), st.data())
+def test_the_scan_reads_regions_of_whole_lines_in_order(lines, block_size, data):
+    """Regions that hold the stream's bytes in order, each ending with a newline but the last."""
+    content = b"\n".join(lines)
+    ends = [k + 1 for k, byte in enumerate(content) if byte == 10]
+    left = data.draw(st.sampled_from([-1, *ends]))  # a range ends at a line end
+    regions = [data_[start:stop] for data_, start, stop in grouping._blocks(io.BytesIO(content), block_size, left)]
+    assert b"".join(regions) == (content if left < 0 else content[:left])
+    assert all(region.endswith(b"\n") for region in regions[:-1]) and all(regions)
+
+
+def test_leaving_the_scan_before_its_result_stops_its_processes(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": f"{k + 1:032x}"}]}]}]}) + b"\n" for k in range(4)))
+    with pytest.raises(RuntimeError), scanning(path, workers=2):
+        children = multiprocessing.active_children()
+        raise RuntimeError
+    assert len(children) == 2 and not any(child.is_alive() for child in children)
+
+
 def test_a_trace_id_the_scan_cannot_read_is_a_clear_error(tmp_path):
     """A key written with an escape (valid JSON, never seen in a real export) hides a span from
     the scan: the trace would be read without it, so ingest stops, naming file and line."""
@@ -265,7 +305,7 @@ def test_the_plan_cuts_between_traces_and_errors_keep_the_file_line(tmp_path, mo
     monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
     path = tmp_path / "spans.jsonl"
     _one_trace_a_line(path, 7)
-    plan = flow._plan([str(path)], flow.IngestOptions(), 2)
+    plan = flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0]
     assert plan is not None and len(plan.parts) == 2 and plan.parts[1][2] % 2 == 1  # a part starts at a retriever line
     parts = _ingest_or_error(tmp_path / "a.jsonl", path, None, 2)
     assert parts == _ingest_or_error(tmp_path / "b.jsonl", path, None, 1)
@@ -289,7 +329,7 @@ def test_a_part_that_meets_a_trace_the_scan_missed_hands_the_file_to_one_process
     hidden = first.replace(b'"traceId"', b'"trace\\u0049d"').replace(b"1" * 16, b"2" * 16)
     other = first.replace(b"a" * 32, b"b" * 32).replace(b"1" * 16, b"3" * 16)
     path.write_bytes(first + b"\n" + hidden + b"\n" + other + b"\n")
-    assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2).parts] == [1, 2]
+    assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0].parts] == [1, 2]
     with pytest.raises(SpanError, match="trace-id scan") as err:
         ingest_spans_to(tmp_path / "t.jsonl", str(path), workers=2)
     assert err.value.line == 2
@@ -310,11 +350,72 @@ def test_the_command_reads_a_large_file_in_parts_with_the_same_output(tmp_path):
     assert outputs[0] == outputs[1] and "wrote 2600 trace(s)" in outputs[0][1]
 
 
+def _nothing() -> None:
+    """A plan's ``meanwhile`` with nothing to do."""
+
+
+def test_the_plan_runs_its_meanwhile_once_whether_or_not_it_scans(tmp_path, monkeypatch):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 7)
+    calls = []
+    for min_split, workers in ((0, 2), (0, 1), (1 << 40, 2)):
+        monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", min_split)
+        plan, got = flow._plan([str(path)], flow.IngestOptions(), workers, lambda: calls.append(1) or len(calls))
+        assert (plan is not None) == (workers == 2 and min_split == 0) and got == len(calls)
+    assert calls == [1, 1, 1]
+
+
+@pytest.mark.parametrize("spans", ["otlp", "unknown"])
+def test_a_bad_label_read_during_the_scan_is_the_error_one_process_gives(tmp_path, monkeypatch, spans):
+    """Labels are read while the scan runs: a bad one is still reported first, naming file,
+    line and field (before a spans file of no known format too), and the scan's processes end."""
+    path = tmp_path / "spans.jsonl"
+    if spans == "otlp":
+        _one_trace_a_line(path, 7)
+    else:
+        path.write_bytes(b'{"something": "else"}\n')
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(b'{"query_id": "q0", "gold": ["d"]}\n{"query_id": "q1", "gold": "d"}\n')
+    one = _ingest_or_error(tmp_path / "one.jsonl", path, labels, 1)
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    assert _ingest_or_error(tmp_path / "parts.jsonl", path, labels, 2) == one
+    assert "labels.jsonl" in one[0] and "line 2" in one[0] and "gold" in one[0]
+    assert not multiprocessing.active_children()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=3000), max_size=4), st.binary(max_size=20), st.sampled_from(["", ".gz"]))
+def test_appending_part_files_gives_their_bytes_in_order(tmp_path, contents, before, suffix):
+    """Parts copied by the kernel into a plain output, or through a buffer into a .gz one, land
+    after what was written before and in order."""
+    parts = []
+    for k, content in enumerate(contents):
+        parts.append(tmp_path / f"{k}.jsonl")
+        parts[-1].write_bytes(content)
+    out = tmp_path / f"out.jsonl{suffix}"
+    with trace_output(out) as stream:
+        stream.write(before)
+        for part in parts:
+            flow._append_file(part, stream)
+    written = gzip.decompress(out.read_bytes()) if suffix else out.read_bytes()
+    assert written == before + b"".join(contents)
+
+
+def test_parts_written_to_a_gz_output_give_what_one_process_writes(tmp_path, monkeypatch):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 9, repeat=10 ** 9)
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    outs = [tmp_path / f"{workers}.jsonl.gz" for workers in (1, 2)]
+    for workers, out in zip((1, 2), outs):
+        assert ingest_spans_to(out, str(path), workers=workers).written == 9
+    assert gzip.decompress(outs[0].read_bytes()) == gzip.decompress(outs[1].read_bytes())
+
+
 def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):
     path = tmp_path / "spans.jsonl"
     _one_trace_a_line(path, 3)
-    assert flow._plan([str(path)], flow.IngestOptions(), 2) is None  # under MIN_SPLIT_BYTES
-    assert flow._plan([str(path)], flow.IngestOptions(), 1) is None
+    assert flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0] is None  # under MIN_SPLIT_BYTES
+    assert flow._plan([str(path)], flow.IngestOptions(), 1, _nothing)[0] is None
 
 
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(0, 6)), max_size=30), st.integers(1, 5))

@@ -25,7 +25,7 @@ from ragstage.ingest import (
     read_otlp_json,
     recover_prompt_ids,
 )
-from ragstage.ingest.gold import gold_ids, locate
+from ragstage.ingest.gold import gold_ids, locate, parse_label
 from ragstage.ingest.otlp import spans_from_request
 from ragstage.ingest.recover import MIN_FRAGMENT
 from ragstage.ingest.requests import content_id, read_request
@@ -318,6 +318,40 @@ def test_bad_labels_name_line_and_key(tmp_path, field, line):
     with pytest.raises(SpanError) as info:
         read_labels(path)
     assert info.value.line == 2 and info.value.field == field
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2, 60), st.text("ab", max_size=2))
+
+
+@settings(max_examples=200)
+@given(st.lists(st.dictionaries(st.sampled_from(["id", "start", "end", "x"]), _VALUES, max_size=4), max_size=3),
+       st.one_of(st.none(), st.booleans()), st.one_of(st.none(), st.sampled_from(["q", 7])))
+def test_a_label_read_is_the_label_its_fields_make_or_the_error_its_span_earns(spans, answerable, query_id):
+    """A gold span is taken only when it is exactly {id, start, end} with a document id and
+    integers 0 <= start < end; anything else is an error on gold_spans."""
+    record = {"query_id": query_id, "query": "a question", "gold_spans": spans, "answerable": answerable}
+
+    def good(item):
+        s, e, doc = item.get("start"), item.get("end"), item.get("id")
+        return (set(item) == {"id", "start", "end"} and all(type(v) is int for v in (s, e)) and 0 <= s < e
+                and type(doc) in (str, int))
+
+    if not all(good(item) for item in spans):
+        with pytest.raises(SpanError) as info:
+            parse_label(record)
+        assert info.value.field == "gold_spans"
+        return
+    label = parse_label(record)
+    built = Label(query_id=None if query_id is None else str(query_id), query="a question",
+                  gold_spans=tuple((str(i["id"]), i["start"], i["end"]) for i in spans), answerable=answerable)
+    assert label == built
+
+
+def test_read_labels_says_where_each_label_was_read(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"query_id": "a", "gold": ["d"]}\n\n{"query": "b?", "correct": true}\n')
+    assert read_labels(path) == [Label(query_id="a", gold=("d",), line=1, path=str(path)),
+                                 Label(query="b?", correct=True, line=3, path=str(path))]
 
 
 # -- Ragas --------------------------------------------------------------------------------------

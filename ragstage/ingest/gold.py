@@ -162,15 +162,19 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+_SPAN_KEYS = frozenset({"id", "start", "end"})
+
+
 def _spans(value: Any) -> tuple[tuple[str, int, int], ...]:
     if not isinstance(value, list):
         raise _fail(f"expected a list of {{\"id\", \"start\", \"end\"}} objects, got {value!r:.60}", "gold_spans")
     out = []
     for item in value:
-        if not isinstance(item, dict) or set(item) != {"id", "start", "end"}:
+        if not isinstance(item, dict) or item.keys() != _SPAN_KEYS:
             raise _fail(f"each span must be exactly {{\"id\", \"start\", \"end\"}}, got {item!r:.60}", "gold_spans")
         s, e = item["start"], item["end"]
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (s, e)) or not 0 <= s < e:
+        if not (isinstance(s, int) and not isinstance(s, bool) and isinstance(e, int) and not isinstance(e, bool)
+                and 0 <= s < e):
             raise _fail(f"start and end must be integers with 0 <= start < end, got {s!r}, {e!r}", "gold_spans")
         if isinstance(item["id"], bool) or not isinstance(item["id"], (str, int)):
             raise _fail(f"a span's id must be a document id (a string), got {item['id']!r:.40}", "gold_spans")

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import orjson
 
 from ..trace import line_ranges
 from .spans import Span, SpanError, hex_id
 
-__all__ = ["trace_lines", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
+__all__ = ["trace_lines", "scanning", "FileScan", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
 
 # ``"traceId": "<value>"`` or ``"trace_id": "<value>"``. Inside a JSON string every quote is
 # escaped, so a quoted key followed by a colon is an object key; a ``traceId`` of a span link
@@ -51,47 +53,129 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[bytes]:
-    """The stream in blocks of whole lines (about ``size`` bytes; a longer line is one block);
-    with ``left``, only that many bytes (a range that ends at a line end)."""
+def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[tuple[bytes, int, int]]:
+    """The stream as regions of whole lines, ``(data, start, stop)`` for ``data[start:stop]``,
+    about ``size`` bytes read at a time (a longer line is one region); with ``left``, only that
+    many bytes (a range that ends at a line end). A region is the bytes as read, not a copy:
+    only a line that straddles two reads is joined (copying each block cost a third of the
+    scan)."""
     rest = b""
     while left and (chunk := handle.read(size if left < 0 else min(size, left))):
         left = left - len(chunk) if left > 0 else left
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            rest = data
+        first = chunk.find(b"\n") + 1
+        if first == 0:  # no line ends in this read
+            rest += chunk
             continue
-        yield data[:cut]
-        rest = data[cut:]
+        start = 0
+        if rest:
+            yield rest + chunk[:first], 0, len(rest) + first
+            start = first
+        cut = chunk.rfind(b"\n") + 1
+        if cut > start:
+            yield chunk, start, cut
+        rest = chunk[cut:]
     if rest:
-        yield rest
+        yield rest, 0, len(rest)
 
 
-def _scan(blocks: Iterable[bytes]) -> tuple[int, dict[bytes, tuple[int, int]]]:
-    """The lines in ``blocks`` and ``raw trace id -> (first, last line naming it)``, lines from 1."""
+class FileScan(NamedTuple):
+    """What the scan of an OTLP JSON Lines file found: where each trace is, and where each line
+    starts (what cutting the file into parts at a line needs, found on the same pass)."""
+
+    traces: dict[str, tuple[int, int]]  # trace id -> (first, last line naming it), lines from 1
+    starts: array  # starts[k]: the byte offset of line k + 1 (of a .gz file: in its decompressed bytes)
+
+
+def _scan(regions: Iterable[tuple[bytes, int, int]]) -> tuple[array, dict[bytes, tuple[int, int]]]:
+    """Where each line in ``regions`` (as :func:`_blocks` gives them) starts, in bytes from the
+    first one's start, and ``raw trace id -> (first, last line naming it)``, lines from 1."""
     seen: dict[bytes, tuple[int, int]] = {}
-    lineno = 0
+    starts = array("q")
+    line_at = starts.append
+    lineno = base = 0
     find = _TRACE_ID.findall
-    for block in blocks:
-        start, size = 0, len(block)
-        while start < size:  # one line at a time, found in place: no copy of the block
-            end = block.find(b"\n", start)
-            end = size if end < 0 else end
+    for block, start, stop in regions:
+        at = base - start  # where block[0] is in the stream
+        base += stop - start
+        while start < stop:  # one line at a time, found in place: no copy of the block
+            end = block.find(b"\n", start, stop)
+            end = stop if end < 0 else end
             lineno += 1
+            line_at(at + start)
             for raw in set(find(block, start, end)):
                 known = seen.get(raw)
                 seen[raw] = (lineno, lineno) if known is None else (known[0], lineno)
             start = end + 1
-    return lineno, seen
+    return starts, seen
 
 
-def _scan_range(job: tuple[str, int, int, int]) -> tuple[int, dict[bytes, tuple[int, int]]]:
-    """:func:`_scan` of the bytes ``[start, end)`` of a plain file (in a worker process)."""
+def _trace_id(raw: bytes) -> str | None:
+    """A raw id as the reader normalises it (lower-case hex; base64 decoded); None for a value
+    that is no trace id (the parse reports it, naming its line)."""
+    try:
+        return hex_id(raw.decode("ascii"), 32, "traceId")
+    except (SpanError, UnicodeDecodeError):
+        return None
+
+
+def _widen(out: dict[str, tuple[int, int]], lines: Iterable[tuple[str | None, tuple[int, int]]],
+           offset: int = 0) -> None:
+    """Add ``(trace id, (first, last line))`` pairs to ``out``, lines moved on by ``offset``; an
+    id already there spans both (two spellings of one id, one trace in two ranges); a None id
+    is skipped."""
+    for trace_id, (first, last) in lines:
+        if trace_id is None:
+            continue
+        first, last = first + offset, last + offset
+        known = out.get(trace_id)
+        out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
+
+
+def _scan_range(job: tuple[str, int, int | None, int]) -> tuple[array, dict[str, tuple[int, int]]]:
+    """:func:`_scan` of the bytes ``[start, end)`` of a plain file (``end`` None: to its end, a .gz
+    file too), line starts from the file's start and ids normalised (in a worker process, so
+    that work is split too)."""
     path, start, end, block_size = job
-    with open(path, "rb") as handle:
+    with gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb") as handle:
         handle.seek(start)
-        return _scan(_blocks(handle, block_size, end - start))
+        starts, seen = _scan(_blocks(handle, block_size, -1 if end is None else end - start))
+    traces: dict[str, tuple[int, int]] = {}
+    _widen(traces, ((_trace_id(raw), lines) for raw, lines in seen.items()))
+    return (array("q", [s + start for s in starts]) if start else starts), traces
+
+
+def _joined(parts: list[tuple[array, dict[str, tuple[int, int]]]]) -> FileScan:
+    """The scans of consecutive ranges as one scan of the file: each range's lines numbered on
+    from the ranges before it."""
+    traces: dict[str, tuple[int, int]] = {}
+    starts = array("q")
+    for part_starts, part in parts:
+        _widen(traces, part.items(), len(starts))
+        starts.extend(part_starts)
+    return FileScan(traces, starts)
+
+
+@contextmanager
+def scanning(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -> Iterator[Callable[[], FileScan]]:
+    """The scan of an OTLP JSON Lines file (``.gz`` too) under way, and a function that waits for
+    what it found.
+
+    With ``workers`` above 1, a plain file is cut into that many line-aligned ranges scanned by
+    as many forked processes (the caller checks that forking is safe), with the same result;
+    they start when the block is entered, so this process is free for other work (reading
+    the labels) until it asks for the result. Leaving the block before that stops them. Else
+    the file is scanned here when the result is asked for. See :func:`trace_lines`."""
+    p = Path(path)
+    jobs: list[tuple[str, int, int | None, int]] = (
+        [(str(p), a, b, block_size) for a, b in line_ranges(p, workers)] if workers > 1 and p.suffix != ".gz" else [])
+    if len(jobs) < 2:
+        yield lambda: _joined([_scan_range((str(p), 0, None, block_size))])
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:  # leaving it stops the processes
+        pending = pool.map_async(_scan_range, jobs)
+        yield lambda: _joined(pending.get())
 
 
 def trace_lines(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -> dict[str, tuple[int, int]]:
@@ -100,33 +184,9 @@ def trace_lines(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -
     The file is read in blocks of whole lines, ``block_size`` bytes or so (not mapped: a mapped
     file's pages count as the process's memory). Ids are normalised as the reader normalises
     them (lower-case hex; base64 decoded); a value that is no trace id is skipped (the parse
-    reports it, naming its line). With ``workers`` above 1, a plain file is cut into that many
-    line-aligned ranges scanned by as many forked processes (the caller checks that forking is
-    safe), with the same result."""
-    p = Path(path)
-    jobs = [(str(p), a, b, block_size) for a, b in line_ranges(p, workers)] if workers > 1 and p.suffix != ".gz" else []
-    if len(jobs) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-            parts = list(pool.map(_scan_range, jobs))
-    else:
-        with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as handle:
-            parts = [_scan(_blocks(handle, block_size))]
-    out: dict[str, tuple[int, int]] = {}
-    offset = 0
-    for lines, part in parts:  # each part's lines numbered on from the parts before it
-        for raw, (first, last) in part.items():
-            try:
-                trace_id = hex_id(raw.decode("ascii"), 32, "traceId")
-            except (SpanError, UnicodeDecodeError):
-                continue
-            first, last = first + offset, last + offset
-            known = out.get(trace_id)
-            out[trace_id] = (first, last) if known is None else (min(known[0], first), max(known[1], last))
-        offset += lines
-    return out
+    reports it, naming its line). ``workers``: as in :func:`scanning`."""
+    with scanning(path, block_size, workers) as scanned:
+        return scanned().traces
 
 
 def safe_cuts(lines: Iterable[tuple[int, int]], n_lines: int, parts: int) -> list[int]:
