@@ -36,6 +36,7 @@ __all__ = [
     "trace_line",
     "trace_output",
     "write_traces",
+    "WRITE_BUFFER",
 ]
 
 
@@ -289,7 +290,7 @@ def trace_line(trace: Trace) -> bytes:
 
 #: Bytes gathered before a trace file is written to: a trace's line is a few kilobytes, and
 #: the default buffer would make a system call every few traces.
-_WRITE_BUFFER = 1 << 20
+WRITE_BUFFER = 1 << 20
 
 
 @contextmanager
@@ -298,7 +299,7 @@ def trace_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Iterato
     when the block ends, or not at all (:func:`ragstage.atomic.atomic_output`): an error in the
     block, or a killed process, leaves an existing ``path`` as it was. ``inputs`` are files
     the traces are read from, refused as ``path``."""
-    with atomic_output(path, inputs) as tmp, open(tmp, "wb", buffering=_WRITE_BUFFER) as raw:
+    with atomic_output(path, inputs) as tmp, open(tmp, "wb", buffering=WRITE_BUFFER) as raw:
         out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
             path).suffix == ".gz" else raw
         with out:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 from ..collector import collector_paused
-from ..trace import FilePart, Trace, TraceError, trace_line, trace_output, write_traces
+from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_output, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
@@ -444,7 +444,7 @@ def _ingest_part(k: int) -> _PartDone:
     error = None
     unscanned = False
     try:
-        with open(job.folder / f"{k}.jsonl", "wb") as out:
+        with open(job.folder / f"{k}.jsonl", "wb", buffering=WRITE_BUFFER) as out:
             for line, spans in read_otlp_batches(job.plan.path, job.plan.parts[k]):
                 for trace in accounts.line(0, line, spans, groups, job.plan.name):
                     out.write(trace_line(trace))
