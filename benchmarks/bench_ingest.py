@@ -7,14 +7,16 @@ a RETRIEVER span with 10 documents of about 300 characters carrying source and s
 a formatting CHAIN span, an LLM span whose input message holds 1-5 of those passages, one of
 them cut mid-passage in a tenth of the requests, and an output parser span), written in
 batches of 100 requests a line as the Collector's file exporter does. Labels give a
-character span in one source document per request. Then, in one run and each in its own
-subprocess, it times a bare ``orjson`` parse of every line and the ingest command (prompt
-recovery and span-level gold included): wall and CPU time (user + system, from the child's
-own rusage, so other load on a shared machine counts less), the ratio of each to the parse,
-and each child's peak resident memory.
+character span in one source document per request. Then, in ``--rounds`` rounds (3), each
+in its own subprocess, it times a bare ``orjson`` parse of every line and right after it the
+ingest command (prompt recovery and span-level gold included): wall and CPU time (user +
+system, from the child's own rusage, so other load on a shared machine counts less), the
+medians over the rounds, the ratio of each to the parse (for wall time, the median of the
+rounds' own ratios and their range: a shared machine's slow spell hits both of a round), and
+each child's peak resident memory.
 
     python benchmarks/bench_ingest.py [--spans 100000 300000 1000000] [--document 100000]
-        [--retrievers 1000 10000] [--dir /tmp]
+        [--retrievers 1000 10000] [--rounds 3] [--dir /tmp]
 
 ``--document N`` also writes the same N spans as one OTLP JSON document (Phoenix's UI
 download: ``{"resource_spans": [...]}``), which a JSON parser must load whole.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -125,16 +128,21 @@ _PARSE = ("import orjson, sys\ntry:\n    orjson.loads(open(sys.argv[1], 'rb').re
           "except orjson.JSONDecodeError:\n    orjson.loads(open(sys.argv[1], 'rb').read())")
 
 
-def _row(label: str, n: int, spans: Path, labels: Path, out: Path) -> str:
-    # the median of three bare parses: the peer's time on a shared machine is noisy too
-    bare = sorted((_child([sys.executable, "-c", _PARSE, str(spans)]) for _ in range(3)), key=lambda r: r[1])
-    bare_wall, bare_cpu, bare_peak = bare[1]
+def _row(label: str, n: int, spans: Path, labels: Path, out: Path, rounds: int) -> str:
+    """One table row: in each round a bare parse, then the ingest command (the two side by side,
+    so that a slow spell of a shared machine slows both); the medians over the rounds, and the
+    median and range of the per-round ratios."""
     cmd = [sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(spans), "--labels", str(labels),
            "--out", str(out)]
-    wall, cpu, peak = _child(cmd)
+    runs = [(_child([sys.executable, "-c", _PARSE, str(spans)]), _child(cmd)) for _ in range(rounds)]
+    bare_wall, bare_cpu = (statistics.median(r[0][k] for r in runs) for k in (0, 1))
+    wall, cpu = (statistics.median(r[1][k] for r in runs) for k in (0, 1))
+    ratios = [ingest[0] / bare[0] for bare, ingest in runs]
+    cpu_ratio = statistics.median(ingest[1] / bare[1] for bare, ingest in runs)
+    spread = f" ({min(ratios):.1f}-{max(ratios):.1f})" if rounds > 1 else ""
     return (f"| {label} | {n:,} | {spans.stat().st_size / 1e6:,.0f} | {bare_wall:.1f} / {bare_cpu:.1f} | "
-            f"{wall:.1f} / {cpu:.1f} | {wall / bare_wall:.1f} | {cpu / bare_cpu:.1f} | {bare_peak:,.0f} "
-            f"| {peak:,.0f} |")
+            f"{wall:.1f} / {cpu:.1f} | {statistics.median(ratios):.1f}{spread} | {cpu_ratio:.1f} "
+            f"| {max(r[0][2] for r in runs):,.0f} | {max(r[1][2] for r in runs):,.0f} |")
 
 
 def _write_in_child(spans: Path, labels: Path, size: int, document: Path | None) -> None:
@@ -166,9 +174,11 @@ def main() -> None:
                         help="sizes also written as one OTLP JSON document")
     parser.add_argument("--retrievers", type=int, nargs="*", default=[],
                         help="retriever spans in one request (e.g. 1000 10000)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of a bare parse and an ingest, side by side (medians are shown)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp"))
     args = parser.parse_args()
-    print("| form | spans | MB | parse s wall / CPU | ingest s wall / CPU | ratio wall | ratio CPU "
+    print("| form | spans | MB | parse s wall / CPU | ingest s wall / CPU | ratio wall (each round) | ratio CPU "
           "| parse peak MB | ingest peak MB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sorted(set(args.spans) | set(args.document)):
@@ -181,9 +191,9 @@ def main() -> None:
             _write_in_child(spans, labels, size, document if size in args.document else None)
             n = size // 5 * 5
             if size in args.spans:
-                print(_row("OTLP JSON Lines", n, spans, labels, out), flush=True)
+                print(_row("OTLP JSON Lines", n, spans, labels, out, args.rounds), flush=True)
             if size in args.document:
-                print(_row("one OTLP document", n, document, labels, out), flush=True)
+                print(_row("one OTLP document", n, document, labels, out, args.rounds), flush=True)
         finally:
             for path in (spans, labels, out, document):
                 path.unlink(missing_ok=True)
