@@ -166,6 +166,9 @@ class _Accounts:
     def read_as(self, spans: list[Span]) -> list[Span]:
         """A line's spans as the ingest reads them (MLflow's OpenTelemetry spans as MLflow's),
         foreign conventions counted."""
+        self.spans += len(spans)
+        if all(s.kind for s in spans):  # the usual line: every span in a known kind
+            return spans
         out = []
         for s in spans:
             if not s.kind:
@@ -176,7 +179,6 @@ class _Accounts:
                     if convention is not None:
                         self.conventions[convention] += 1
             out.append(s)
-        self.spans += len(out)
         return out
 
     def outcome(self, req: Request) -> _Outcome:

@@ -196,17 +196,22 @@ class _Tree:
     def _check_loops(self, trace_id: str) -> None:
         """Every span must reach a root or a missing parent by following parents: one pass."""
         state: dict[str, int] = {}  # 1: on the current path, 2: known to end
+        by_id = self.by_id
         for start in self.spans:
             path = []
             span: Span | None = start
-            while span is not None and state.get(span.span_id) != 2:
-                if state.get(span.span_id) == 1:
-                    loop = path[path.index(span.span_id):]
+            while span is not None:
+                sid = span.span_id
+                seen = state.get(sid)
+                if seen == 2:
+                    break
+                if seen == 1:
+                    loop = path[path.index(sid):]
                     raise SpanError(f"trace {trace_id}: the parent chain loops through span(s) "
                                     f"{', '.join(loop[:4])}", field="parent_id")
-                state[span.span_id] = 1
-                path.append(span.span_id)
-                span = self.by_id.get(span.parent_id) if span.parent_id is not None else None
+                state[sid] = 1
+                path.append(sid)
+                span = by_id.get(span.parent_id) if span.parent_id is not None else None
             for sid in path:
                 state[sid] = 2
 
@@ -453,6 +458,7 @@ def requests_from_spans(spans: Iterable[Span], query_key: str = "query") -> Iter
 def candidate_contents(req: Request, normalised: bool = False) -> Mapping[str, str]:
     """``id -> content`` of every candidate with content (what prompt recovery searches for);
     ``normalised=True``: each content :func:`~.recover.normalise`'d."""
-    if normalised:
-        return {cid: c.normalised_content() for cid, c in req.candidates.items() if c.content}
+    if normalised:  # a candidate's normalised text is usually there already (its id was made from it)
+        return {cid: c.normalised if c.normalised is not None else c.normalised_content()
+                for cid, c in req.candidates.items() if c.content}
     return {cid: c.content for cid, c in req.candidates.items() if c.content}
