@@ -55,13 +55,13 @@ _KILL_AT_READ = textwrap.dedent("""
 _KILL_AT_TRACE = textwrap.dedent("""
     import os, signal, sys
     from ragstage import trace as _trace
-    _real, _calls = _trace.Trace.to_dict, [0]
-    def _killing(self):
+    _real, _calls = _trace.Trace._on_disk, [0]
+    def _killing(self, copy):
         _calls[0] += 1
         if _calls[0] == DIE_AT:
             os.kill(os.getpid(), signal.SIGKILL)
-        return _real(self)
-    _trace.Trace.to_dict = _killing
+        return _real(self, copy)
+    _trace.Trace._on_disk = _killing
 """)
 
 
