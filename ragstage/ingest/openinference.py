@@ -95,10 +95,13 @@ class AttributeGroups(NamedTuple):
     metadata: list[tuple[str, Any]]  # _flat_metadata(attributes)
 
 
-# Where a key goes: (a prefix of LISTS, the index, the field) or (None, 0, the metadata key); () nowhere.
+# Where a key goes: (its list item's slot, the field) or (None, the metadata key); () nowhere. A
+# slot is ``(a prefix of LISTS, the index)``, one object for all the keys of one item.
 _Place = tuple[Any, ...]
 _PLACES: dict[str, _Place] = {}  # the place of each key seen lately
+_SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
 _MAX_PLACES = 1 << 14
+_NO_SLOT = object()
 
 
 def _place(key: str) -> _Place:
@@ -106,14 +109,16 @@ def _place(key: str) -> _Place:
     is -1 for digits that ``int`` refuses (``"²"``), where the scan raises."""
     place: _Place = ()
     if key.startswith(_FLAT_METADATA):
-        place = (None, 0, key[len(_FLAT_METADATA):])
+        place = (None, key[len(_FLAT_METADATA):])
     for prefix in LISTS:
         found = _list_item(key, prefix + ".")
         if found is not None:
             digits, field = found
-            place = (prefix, int(digits) if digits.isdecimal() else -1, field)
+            slot = (prefix, int(digits) if digits.isdecimal() else -1)
+            place = (_SLOTS.setdefault(slot, slot), field)
     if len(_PLACES) >= _MAX_PLACES:  # keys that never come back (ids in key names) must not pile up
         _PLACES.clear()
+        _SLOTS.clear()
     _PLACES[key] = place
     return place
 
@@ -124,16 +129,22 @@ def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
     lists: dict[str, dict[int, dict[str, Any]]] = {}
     flat: list[tuple[str, Any]] = []
     places = _PLACES
+    last: object = _NO_SLOT  # the slot of the item filled last: an item's keys come one after another
+    item: dict[str, Any] = {}
     for key, value in attributes.items():
         place = places.get(key)
         if place is None:
             place = _place(key)
         if not place:
             continue
-        prefix, index, field = place
-        if prefix is None:
+        slot, field = place
+        if slot is last:
+            item[field] = value
+            continue
+        if slot is None:
             flat.append((field, value))
             continue
+        prefix, index = slot
         if index < 0:
             return None
         items = lists.get(prefix)
@@ -143,6 +154,7 @@ def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
         if item is None:
             item = items[index] = {}
         item[field] = value
+        last = slot
     return AttributeGroups(lists, flat)
 
 
