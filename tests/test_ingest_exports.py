@@ -221,6 +221,25 @@ def test_malformed_otlp_is_one_error_naming_file_and_line(tmp_path, bad):
     assert str(path) in run.stderr and "line 1" in run.stderr
 
 
+@pytest.mark.parametrize("key, fault", [("retrieval.documents.\u00b2.document.id", "'\u00b2' is no list index"),
+                                        (None, "share span id")])
+def test_a_request_that_cannot_be_read_names_file_line_field_and_trace(tmp_path, key, fault):
+    """An index of digits int() does not read, and two different spans with one id, end the ingest
+    with one error naming the file, the line that completed the request, the field and the trace."""
+    root = {"traceId": TRACE, "spanId": "a" * 16, "name": "root", "attributes": [
+        {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}}]}
+    child = {"traceId": TRACE, "spanId": "b" * 16 if key else "a" * 16, "parentSpanId": "a" * 16, "name": "r",
+             "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}]
+             + ([{"key": key, "value": {"stringValue": "d1"}}] if key else [])}
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]})
+                                for s in (root, child)) + b"\n")
+    run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(path), "--out",
+                          str(tmp_path / "t.jsonl")], capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and fault in run.stderr
+    assert f"{path}, line 2, field '{key or 'span_id'}'" in run.stderr and f"trace {TRACE}" in run.stderr
+
+
 def test_ten_thousand_retriever_spans_in_one_request_read_in_linear_time():
     def request(n):
         spans = [_span_obj(("f" * 16, None, "root", {"openinference.span.kind": "CHAIN"}))]

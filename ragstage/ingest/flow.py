@@ -254,7 +254,19 @@ class _Accounts:
     def line(self, source: int, line: int, spans: list[Span], groups: TraceGroups, where: str) -> Iterator[Trace]:
         """The traces one line's spans complete."""
         for seq, trace_id, group in groups.add(source, line, self.read_as(spans), where):
-            yield from self.done(seq, read_request(trace_id, group))
+            yield from self.done(seq, _request(trace_id, group, where, line))
+
+
+def _request(trace_id: str, spans: list[Span], where: str, line: int | None = None) -> Request:
+    """:func:`.requests.read_request`, its error placed: the input, and the line whose spans
+    completed the request (the request's last line) when it is known."""
+    try:
+        return read_request(trace_id, spans)
+    except SpanError as exc:
+        if exc.path is not None:
+            raise
+        detail = exc.detail if exc.detail.startswith("trace ") else f"trace {trace_id}: {exc.detail}"
+        raise SpanError(detail, path=where, line=line, field=exc.field) from None
 
 
 def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
@@ -319,7 +331,7 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
             for line, spans in batches:
                 yield from accounts.line(i, line, spans, groups, name)
         for seq, trace_id, group in groups.finish():
-            yield from accounts.done(seq, read_request(trace_id, group))
+            yield from accounts.done(seq, _request(trace_id, group, accounts.paths or "the spans"))
         yield from accounts.finish()
     _conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
 

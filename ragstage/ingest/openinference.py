@@ -22,7 +22,7 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
-from .spans import Span
+from .spans import Span, SpanError
 
 __all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids",
            "AttributeGroups", "attribute_groups", "LISTS"]
@@ -66,10 +66,14 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]
     for key, value in attrs.items():
         found = _list_item(key, dotted)
         if found is not None:
-            index, rest = found
-            item = out.get(int(index))
+            digits, rest = found
+            try:
+                index = int(digits)
+            except ValueError:  # digits int() does not read ("²"): the item cannot be placed
+                raise SpanError(f"{digits!r} is no list index", field=key) from None
+            item = out.get(index)
             if item is None:
-                item = out[int(index)] = {}
+                item = out[index] = {}
             item[rest] = value
     return out
 
