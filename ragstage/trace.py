@@ -236,9 +236,9 @@ def read_json_lines(path: str | Path, parse: Callable[[Any], T], error: type[Tra
     """
     p = Path(path)
     try:
-        # a buffer of a megabyte: a span export's line is often that long, and a line longer than
+        # a buffer of 4 MB: a span export's line is often a megabyte or more, and a line longer than
         # the buffer is read in pieces and joined
-        handle: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb", buffering=1 << 20)  # noqa: SIM115
+        handle: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb", buffering=1 << 22)  # noqa: SIM115
     except OSError as exc:
         raise error(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
     start, stop, first_line = part if part is not None else (0, None, 1)
