@@ -199,9 +199,9 @@ def parse_label(record: Any) -> Label:
     """Check one decoded label object (unknown keys are errors: a typo must not drop a label)."""
     if not isinstance(record, dict):
         raise SpanError(f"a label must be a JSON object, got {type(record).__name__}")
-    unknown = set(record) - _LABEL_KEYS
-    if unknown:
-        raise _fail(f"unknown key(s) {sorted(unknown)} (known: {', '.join(sorted(_LABEL_KEYS))})", sorted(unknown)[0])
+    if not _LABEL_KEYS.issuperset(record):
+        unknown = sorted(set(record) - _LABEL_KEYS)
+        raise _fail(f"unknown key(s) {unknown} (known: {', '.join(sorted(_LABEL_KEYS))})", unknown[0])
     qid, query = record.get("query_id"), record.get("query")
     if qid is None and not query:
         raise _fail("a label needs a query_id or a query to match a request", "query_id")
@@ -212,14 +212,15 @@ def parse_label(record: Any) -> Label:
     reference = record.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise _fail("expected a string", "reference")
+    gold = record.get("gold")  # null, absent and [] are no gold; anything else is checked
     return Label(
         query_id=None if qid is None else str(qid),
         query=query,
-        gold=_str_list(_list_or_null(record, "gold"), "gold"),
+        gold=() if gold is None or (type(gold) is list and not gold) else _str_list(gold, "gold"),
         gold_spans=_spans(_list_or_null(record, "gold_spans")),
-        answerable=_opt_bool(record, "answerable"),
-        correct=_opt_bool(record, "correct"),
-        refused=_opt_bool(record, "refused"),
+        answerable=_opt_bool(record, "answerable") if "answerable" in record else None,
+        correct=_opt_bool(record, "correct") if "correct" in record else None,
+        refused=_opt_bool(record, "refused") if "refused" in record else None,
         reference=reference,
     )
 
