@@ -385,3 +385,32 @@ def test_a_request_time_is_the_datetime_text_of_its_nanoseconds(ns):
 
     want = datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
     assert _iso(ns) == want.replace("+00:00", "Z")
+
+
+_LABEL_VALUES = st.sampled_from([None, [], ["d1", 2], [True], False, 0, "", "x", True, 1, [{"id": "d"}]])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.sampled_from(["gold", "answerable", "correct", "refused"]), _LABEL_VALUES))
+def test_a_label_takes_null_absent_and_empty_as_nothing_and_checks_every_other_value(values):
+    """gold: null, absent or [] is none, a list of ids is read, anything else is an error naming
+    'gold'; answerable, correct, refused: null or absent is None, a boolean is read, anything else
+    is an error naming the key."""
+    from ragstage.ingest.gold import parse_label
+
+    def ok(key, value):
+        if key == "gold":
+            return value is None or (isinstance(value, list) and all(
+                isinstance(v, (str, int)) and not isinstance(v, bool) for v in value))
+        return value is None or type(value) is bool
+
+    bad = sorted(key for key, value in values.items() if not ok(key, value))
+    if bad:
+        with pytest.raises(SpanError) as error:
+            parse_label({"query_id": "q", **values})
+        assert error.value.field in bad
+        return
+    label = parse_label({"query_id": "q", **values})
+    assert label.gold == tuple(str(v) for v in values.get("gold") or ())
+    assert [getattr(label, k) for k in ("answerable", "correct", "refused")] == [
+        values.get(k) for k in ("answerable", "correct", "refused")]
