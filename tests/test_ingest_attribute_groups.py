@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.ingest import openinference as oi
+from ragstage.ingest.memo import MEMO_SIZE, remember
 from ragstage.ingest.spans import Span
 
 prefixes = st.sampled_from([*oi.LISTS, "metadata", "llm.prompts", "retrieval", "retrieval.documentsX", "llm", ""])
@@ -96,5 +97,12 @@ def test_every_reader_reads_the_same_from_the_groups(attrs, kind):
 
 def test_the_places_remembered_stay_bounded():
     oi._PLACES.clear()
-    oi.attribute_groups({f"metadata.k{i}": i for i in range(oi._MAX_PLACES + 10)})
-    assert len(oi._PLACES) <= oi._MAX_PLACES
+    oi.attribute_groups({f"metadata.k{i}": i for i in range(MEMO_SIZE + 10)})
+    assert len(oi._PLACES) <= MEMO_SIZE
+
+
+def test_a_memo_keeps_what_it_is_given_and_is_emptied_when_full():
+    memo: dict[int, str] = {}
+    assert [remember(memo, k, str(k), size=3) for k in range(3)] == ["0", "1", "2"]
+    assert memo == {0: "0", 1: "1", 2: "2"}
+    assert remember(memo, 3, "3", size=3) == "3" and memo == {3: "3"}  # full: emptied, then kept

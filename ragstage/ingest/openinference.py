@@ -22,6 +22,7 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
+from .memo import remember
 from .spans import Span, SpanError
 
 __all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids",
@@ -67,10 +68,9 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]
         found = _list_item(key, dotted)
         if found is not None:
             digits, rest = found
-            try:
-                index = int(digits)
-            except ValueError:  # digits int() does not read ("²"): the item cannot be placed
-                raise SpanError(f"{digits!r} is no list index", field=key) from None
+            if not digits.isdecimal():  # digits int() does not read ("²"): the item cannot be placed
+                raise SpanError(f"{digits!r} is no list index", field=key)
+            index = int(digits)
             item = out.get(index)
             if item is None:
                 item = out[index] = {}
@@ -103,8 +103,7 @@ class AttributeGroups(NamedTuple):
 # slot is ``(a prefix of LISTS, the index)``, one object for all the keys of one item.
 _Place = tuple[Any, ...]
 _PLACES: dict[str, _Place] = {}  # the place of each key seen lately
-_SLOTS: dict[tuple[str, int], tuple[str, int]] = {}
-_MAX_PLACES = 1 << 14
+_SLOTS: dict[tuple[str, int], tuple[str, int]] = {}  # each slot seen lately, as the one object for it
 _NO_SLOT = object()
 
 
@@ -119,12 +118,8 @@ def _place(key: str) -> _Place:
         if found is not None:
             digits, field = found
             slot = (prefix, int(digits) if digits.isdecimal() else -1)
-            place = (_SLOTS.setdefault(slot, slot), field)
-    if len(_PLACES) >= _MAX_PLACES:  # keys that never come back (ids in key names) must not pile up
-        _PLACES.clear()
-        _SLOTS.clear()
-    _PLACES[key] = place
-    return place
+            place = (_SLOTS.get(slot) or remember(_SLOTS, slot, slot), field)
+    return remember(_PLACES, key, place)
 
 
 def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
@@ -198,9 +193,7 @@ def _metadata_object(value: Any) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         return {}
     if type(value) is str and not any(type(v) is dict or type(v) is list for v in decoded.values()):
-        if len(_METADATA) >= _MAX_PLACES:  # texts that never come back must not pile up
-            _METADATA.clear()
-        _METADATA[value] = decoded  # scalars only: the copy handed out shares nothing mutable
+        remember(_METADATA, value, decoded)  # scalars only: the copy handed out shares nothing mutable
     return dict(decoded)
 
 

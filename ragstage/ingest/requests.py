@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
+from .memo import MEMO_SIZE, remember
 from .recover import normalise
 from .spans import Span, SpanError
 
@@ -107,22 +108,18 @@ def content_id(content: str) -> str:
 
 
 _PASSAGES: dict[str, tuple[str, str]] = {}  # content -> (normalised, id), for the passages seen lately
-_MAX_PASSAGES = 1 << 13
 
 
 def _passage(content: str) -> tuple[str, str]:
     """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
     same chunks come back request after request (a document that answers many questions is
-    retrieved for each), and looking a passage up costs less than normalising and hashing it.
-    A plain dict, emptied when full: an LRU's bookkeeping on every lookup costs more than the
-    rare recomputation after a reset."""
+    retrieved for each), and looking a passage up costs less than normalising and hashing it
+    (a memo of half the usual size: passages are long)."""
     known = _PASSAGES.get(content)
     if known is None:
         norm = normalise(content)
-        known = norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]
-        if len(_PASSAGES) >= _MAX_PASSAGES:
-            _PASSAGES.clear()
-        _PASSAGES[content] = known
+        known = remember(_PASSAGES, content, (norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]),
+                         MEMO_SIZE // 2)
     return known
 
 
@@ -145,10 +142,8 @@ def _iso(ns: int) -> str | None:
         whole += 1.0
     second = int(whole)
     text = _SECONDS.get(second)
-    if text is None:
-        if len(_SECONDS) >= _MAX_PASSAGES:
-            _SECONDS.clear()
-        text = _SECONDS[second] = datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6]  # no +00:00
+    if text is None:  # the text without +00:00
+        text = remember(_SECONDS, second, datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6])
     return f"{text}.{us // 1000:03d}Z"
 
 
