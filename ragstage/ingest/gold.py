@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import orjson
+
 from ..trace import read_json_lines
+from .labels_typed import label_values
 from .spans import SpanError
 
 __all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
@@ -225,14 +228,43 @@ def parse_label(record: Any) -> Label:
     )
 
 
+_new = object.__new__
+
+
+def new_label(query_id: str | None, query: str | None, gold: tuple[str, ...],
+              gold_spans: tuple[tuple[str, int, int], ...], answerable: bool | None, correct: bool | None,
+              refused: bool | None, reference: str | None, line: int | None = None,
+              path: str | None = None) -> Label:
+    """``Label(...)`` of checked values, for a file of many labels: the frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, a third of reading a label."""
+    label = _new(Label)
+    fields = label.__dict__
+    fields["query_id"], fields["query"], fields["gold"], fields["gold_spans"] = query_id, query, gold, gold_spans
+    fields["answerable"], fields["correct"], fields["refused"] = answerable, correct, refused
+    fields["reference"], fields["line"], fields["path"] = reference, line, path
+    return label
+
+
+def _decode_label(line: bytes) -> Any:
+    """A label line decoded: the label when the line is in the usual shape (:mod:`.labels_typed`),
+    else its JSON value, which :func:`parse_label` checks (and names the fault of)."""
+    values = label_values(line)
+    return orjson.loads(line) if values is None else new_label(*values)
+
+
+def _label(value: Any) -> Label:
+    return value if type(value) is Label else parse_label(value)
+
+
 def read_labels(path: str | Path) -> list[Label]:
     """Labels from a JSON Lines file; an error names the file, the line and the key."""
     out = []
-    for lineno, label in read_json_lines(path, parse_label, SpanError):
+    where = str(path)
+    for lineno, label in read_json_lines(path, _label, SpanError, decode=_decode_label):
         # each label is new and not yet seen by anyone: where it was read is set in place, as a
         # frozen dataclass sets its own fields (building a second one costs as much as the parse)
-        object.__setattr__(label, "line", lineno)
-        object.__setattr__(label, "path", str(path))
+        fields = label.__dict__
+        fields["line"], fields["path"] = lineno, where
         out.append(label)
     return out
 
