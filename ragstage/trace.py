@@ -163,8 +163,16 @@ MAX_LINE_BYTES = 64 << 20
 JSON_SPACE = b" \t\r\n"
 
 
+_SPACE_STARTS = frozenset([*JSON_SPACE.decode(), *(JSON_SPACE[i:i + 1] for i in range(len(JSON_SPACE)))])
+
+
 def is_blank(line: str | bytes) -> bool:
-    """Whether a line holds only JSON whitespace (skipped by every JSON Lines reader)."""
+    """Whether a line holds only JSON whitespace (skipped by every JSON Lines reader). A line
+    that starts with anything else is not blank: told from its first character, since
+    stripping copies the line (a span export's line is often a megabyte)."""
+    first = line[:1]
+    if first and first not in _SPACE_STARTS:
+        return False
     return not line.strip(JSON_SPACE if isinstance(line, bytes) else JSON_SPACE.decode())
 
 

@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragstage import Trace, TraceError, read_traces, write_traces
-from ragstage.trace import FIELDS, check_record, read_records
+from ragstage.trace import FIELDS, JSON_SPACE, check_record, is_blank, read_records
 
 
 def write_lines(path, lines):
@@ -226,3 +226,11 @@ def test_a_trace_line_is_the_json_of_to_dict(data):
            "meta": data.draw(st.dictionaries(st.text(max_size=3), _META, max_size=3))}
     trace = Trace.from_row(row)
     assert trace_line(trace) == orjson.dumps(trace.to_dict()) + b"\n"
+
+
+@given(st.one_of(st.text(alphabet=" \t\r\n\xa0\u2028x{", max_size=6),
+                 st.binary(max_size=6).map(lambda b: b.replace(b"\x00", b" "))))
+def test_is_blank_is_nothing_but_json_whitespace(line):
+    """Told from the first character when it is no space; the same answer as stripping the line."""
+    space = JSON_SPACE if isinstance(line, bytes) else JSON_SPACE.decode()
+    assert is_blank(line) == (line.strip(space) == line[:0])
