@@ -110,8 +110,11 @@ def _span(raw: _Span, trace_ids: dict[Any, str], span_ids: dict[Any, str]) -> Sp
         raise _General  # a failed span: its message may sit in its events
     attributes: dict[str, Any] = {}
     for kv in raw.attributes or ():
-        s = kv.value.stringValue  # the general reader takes the first kind set: a string comes first
-        attributes[kv.key] = s if s is not None else _value(kv.value)
+        v = kv.value
+        s = v.stringValue  # the general reader takes the first kind set: a string comes first
+        if s is None:  # then bool, int, double: a double (a score) is the usual one
+            s = v.doubleValue if v.boolValue is None and v.intValue is None else _value(v)
+        attributes[kv.key] = s
     parent = raw.parentSpanId or None
     return new_span(_id(raw.traceId, 32, "traceId", trace_ids), _id(raw.spanId, 16, "spanId", span_ids),
                     _id(parent, 16, "parentSpanId", span_ids) if parent else None, raw.name or "",

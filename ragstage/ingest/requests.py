@@ -32,6 +32,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
@@ -44,6 +45,7 @@ __all__ = ["Request", "Candidate", "group_requests", "read_request", "STAGE_OF_K
 STAGE_OF_KIND = {"RETRIEVER": "retrieval", "EMBEDDING": "retrieval", "RERANKER": "reranking",
                  "LLM": "generation", "PROMPT": "prompt_assembly"}
 _QUERY_KEYS = ("query", "question", "input", "user_input", "query_str")
+_start_end = attrgetter("start_ns", "end_ns")  # spans in the order they ran
 
 
 @dataclass
@@ -270,7 +272,7 @@ def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
     under_listed = tree.marked_below(listed, retrievers)
     leaves = [s for s in retrievers
               if s.span_id not in wraps_listed and (s.span_id in listed or s.span_id not in under_listed)]
-    leaves.sort(key=lambda s: (s.start_ns, s.end_ns))
+    leaves.sort(key=_start_end)
     leaf_ids = {s.span_id for s in leaves}
     ranked = {s.span_id: lists[s.span_id] or [] for s in retrievers}
     lists = [ranked[s.span_id] for s in leaves]
@@ -355,7 +357,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     spans = tree.spans
     if tree.copies:
         req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
-    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+    ordered = sorted(spans, key=_start_end)
     groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
     for s in ordered:  # the root's metadata first, then the rest
         groups[s.span_id] = read = oi.attribute_groups(s.attributes)
