@@ -8,6 +8,7 @@ reader runs, live in :mod:`ragstage.fields`; this module re-exports its public n
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ __all__ = [
     "read_traces",
     "trace_line",
     "trace_output",
+    "trace_stream",
     "write_traces",
     "WRITE_BUFFER",
 ]
@@ -307,9 +309,24 @@ def trace_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Iterato
     when the block ends, or not at all (:func:`ragstage.atomic.atomic_output`): an error in the
     block, or a killed process, leaves an existing ``path`` as it was. ``inputs`` are files
     the traces are read from, refused as ``path``."""
-    with atomic_output(path, inputs) as tmp, open(tmp, "wb", buffering=WRITE_BUFFER) as raw:
-        out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if Path(
-            path).suffix == ".gz" else raw
+    with atomic_output(path, inputs) as tmp, trace_stream(tmp, path) as out:
+        yield out
+
+
+@contextmanager
+def trace_stream(tmp: str | Path, path: str | Path, append: bool = False) -> Iterator[IO[bytes]]:
+    """A binary stream onto ``tmp``, the file being written for the trace file ``path``: gzip when
+    ``path`` ends in ``.gz``; with ``append`` (a plain file only), after the bytes ``tmp`` holds."""
+    gz = Path(path).suffix == ".gz"
+    if append and gz:
+        raise ValueError("a gzip stream cannot be appended to another's bytes")
+    # appending: written from the end, not opened in append mode (the kernel copies files into a
+    # plain stream with sendfile, which refuses such a file)
+    flags = os.O_WRONLY | os.O_CREAT | (0 if append else os.O_TRUNC)
+    with open(os.open(tmp, flags, 0o666), "wb", buffering=WRITE_BUFFER) as raw:
+        if append:
+            raw.seek(0, os.SEEK_END)
+        out: IO[bytes] = gzip.GzipFile(filename=Path(path).name, mode="wb", fileobj=raw) if gz else raw
         with out:
             yield out
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ragstage.ingest import SpanError, flow, grouping, ingest_spans, ingest_spans_to, read_otlp_json
 from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
-from ragstage.trace import read_traces, trace_output
+from ragstage.trace import read_traces, trace_output, trace_stream
 
 WORDS = "leave budget travel hotel weeks approval laptop security remote staff policy receipt".split()
 
@@ -330,9 +330,14 @@ def test_a_part_that_meets_a_trace_the_scan_missed_hands_the_file_to_one_process
     other = first.replace(b"a" * 32, b"b" * 32).replace(b"1" * 16, b"3" * 16)
     path.write_bytes(first + b"\n" + hidden + b"\n" + other + b"\n")
     assert [part[2] for part in flow._plan([str(path)], flow.IngestOptions(), 2, _nothing)[0].parts] == [1, 2]
+    target = tmp_path / "t.jsonl"
+    target.write_bytes(b"earlier traces\n")
     with pytest.raises(SpanError, match="trace-id scan") as err:
-        ingest_spans_to(tmp_path / "t.jsonl", str(path), workers=2)
+        ingest_spans_to(target, str(path), workers=2)
     assert err.value.line == 2
+    # the first part wrote into the output's temporary file: it is gone, the target as it was
+    assert target.read_bytes() == b"earlier traces\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "spans.jsonl", "t.jsonl"]
 
 
 def test_the_command_reads_a_large_file_in_parts_with_the_same_output(tmp_path):
@@ -399,6 +404,33 @@ def test_appending_part_files_gives_their_bytes_in_order(tmp_path, contents, bef
             flow._append_file(part, stream)
     written = gzip.decompress(out.read_bytes()) if suffix else out.read_bytes()
     assert written == before + b"".join(contents)
+
+
+def test_a_part_that_fails_leaves_the_target_and_no_temporary_file(tmp_path, monkeypatch):
+    """The first part writes into the output's temporary file; a bad line in the second part
+    removes it, and an existing target keeps its bytes."""
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 7, bad_line=12)
+    target = tmp_path / "traces.jsonl"
+    target.write_bytes(b"earlier traces\n")
+    with pytest.raises(SpanError, match="line 12"):
+        ingest_spans_to(target, str(path), workers=2)
+    assert target.read_bytes() == b"earlier traces\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.jsonl", "traces.jsonl"]
+
+
+def test_a_trace_stream_appends_to_a_plain_file_only(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.write_bytes(b"first part\n")
+    with trace_stream(tmp, tmp_path / "out.jsonl", append=True) as stream:
+        stream.write(b"second part\n")
+    assert tmp.read_bytes() == b"first part\nsecond part\n"
+    with trace_stream(tmp, tmp_path / "out.jsonl") as stream:  # not appending: from the start
+        stream.write(b"x\n")
+    assert tmp.read_bytes() == b"x\n"
+    with pytest.raises(ValueError, match="gzip"), trace_stream(tmp, tmp_path / "out.jsonl.gz", append=True):
+        pass
 
 
 def test_parts_written_to_a_gz_output_give_what_one_process_writes(tmp_path, monkeypatch):

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
+from ..atomic import atomic_output
 from ..collector import collector_paused
-from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_output, write_traces
+from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
@@ -426,10 +427,14 @@ class _PartJob:
     plan: _Plan
     index: LabelIndex
     opts: IngestOptions
-    folder: Path
+    files: list[Path]  # where each part writes its traces
 
 
 _JOB: _PartJob | None = None
+
+
+class _Unscanned(Exception):
+    """A part met a trace the scan did not close: one process must read the file."""
 
 
 @dataclass
@@ -447,7 +452,7 @@ class _PartDone:
 
 
 def _ingest_part(k: int) -> _PartDone:
-    """Read part ``k`` of the job's file into ``<folder>/<k>.jsonl`` (in a forked process)."""
+    """Read part ``k`` of the job's file into the job's ``k``-th file (in a forked process)."""
     from .otlp import read_otlp_batches
 
     assert _JOB is not None
@@ -458,7 +463,7 @@ def _ingest_part(k: int) -> _PartDone:
     error = None
     unscanned = False
     try:
-        with open(job.folder / f"{k}.jsonl", "wb", buffering=WRITE_BUFFER) as out:
+        with open(job.files[k], "wb", buffering=WRITE_BUFFER) as out:
             for line, spans in read_otlp_batches(job.plan.path, job.plan.parts[k]):
                 for trace in accounts.line(0, line, spans, groups, job.plan.name):
                     out.write(trace_line(trace))
@@ -473,41 +478,58 @@ def _ingest_part(k: int) -> _PartDone:
 def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions) -> IngestResult | None:
     """Read the planned parts in as many processes and account them in file order into one
     result and ``out``; None when a part met a trace the scan did not close (then one process
-    must read the file)."""
-    global _JOB
+    must read the file). The first part writes straight into the output's temporary file
+    (a plain one) and the others' files are appended to it: the largest part is never copied."""
     result = IngestResult([], [], [])
-    with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder:
-        _JOB = _PartJob(plan, index, opts, Path(folder))
-        try:
-            with ProcessPoolExecutor(len(plan.parts), mp_context=multiprocessing.get_context("fork")) as pool:
-                parts = list(pool.map(_ingest_part, range(len(plan.parts))))
-        finally:
-            _JOB = None
-        if any(part.unscanned for part in parts if part.error is None):
-            return None
-        accounts = _Accounts(result, index, opts, plan.name)
-        for part in parts:
-            for key, trace_id in part.keys:
-                if key in accounts.seen:
-                    raise accounts.asked_twice(key, trace_id)
-            if part.error is not None:
-                raise part.error
-            accounts.seen.update(part.keys)
-        chunk_keys: set[Any] = set()
-        conventions: Counter[str] = Counter()
-        for part in parts:
-            result.merge(part.result)
-            index.used.update(id(index.labels[i]) for i in part.used)
-            chunk_keys |= part.chunk_keys
-            conventions.update(part.conventions)
-        with trace_output(out) as stream:
-            for k in range(len(parts)):
-                _append_file(Path(folder) / f"{k}.jsonl", stream)
+    gz = Path(out).suffix == ".gz"  # then every part's file goes through the compressor
+    try:
+        with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out) as tmp:
+            files = [Path(folder) / f"{k}.jsonl" for k in range(len(plan.parts))]
+            if not gz:
+                files[0] = tmp
+            parts = _read_parts(_PartJob(plan, index, opts, files), result)
+            with trace_stream(tmp, out, append=not gz) as stream:
+                for path in files if gz else files[1:]:
+                    _append_file(path, stream)
+    except _Unscanned:  # the output's temporary file is gone, the target untouched
+        return None
     result.written = result.counts.n
     n_spans = sum(part.spans for part in parts)
     read_note(plan.name, plan.found, n_spans, result.read, result.warnings)
+    chunk_keys: set[Any] = set()
+    conventions: Counter[str] = Counter()
+    for part in parts:
+        chunk_keys |= part.chunk_keys
+        conventions.update(part.conventions)
     _conclude(result, index, chunk_keys, conventions, n_spans)
     return result
+
+
+def _read_parts(job: _PartJob, result: IngestResult) -> list[_PartDone]:
+    """Run the job's parts in as many forked processes and account them in file order into
+    ``result``; raises a part's error (after checking the query ids before it against the
+    earlier parts, as one process would meet them) or :class:`_Unscanned`."""
+    global _JOB
+    _JOB = job
+    try:
+        with ProcessPoolExecutor(len(job.plan.parts), mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_ingest_part, range(len(job.plan.parts))))
+    finally:
+        _JOB = None
+    if any(part.unscanned for part in parts if part.error is None):
+        raise _Unscanned
+    accounts = _Accounts(result, job.index, job.opts, job.plan.name)
+    for part in parts:
+        for key, trace_id in part.keys:
+            if key in accounts.seen:
+                raise accounts.asked_twice(key, trace_id)
+        if part.error is not None:
+            raise part.error
+        accounts.seen.update(part.keys)
+    for part in parts:
+        result.merge(part.result)
+        job.index.used.update(id(job.index.labels[i]) for i in part.used)
+    return parts
 
 
 def _append_file(path: Path, stream: IO[bytes]) -> None:
