@@ -300,13 +300,22 @@ def _columns(record: dict[str, Any], stage: str, entries: list[tuple[str, float 
     record[f"{stage}_sections"] = sections if any(s is not None for s in sections) else None
 
 
-def _section(req: Request, cid: str, keys: tuple[str, ...]) -> str | None:
-    """The chunk's section: the first of ``keys`` its metadata holds as a string."""
-    meta = req.candidates[cid].metadata if cid in req.candidates else {}
-    for k in keys:  # a loop, not next() over a generator: this runs for every ranked chunk
-        if isinstance(meta.get(k), str):
-            return meta[k]
-    return None
+def _sections(req: Request, ranked: list[tuple[str, float | None]], keys: tuple[str, ...]) -> list[str | None]:
+    """Each ranked chunk's section: the first of ``keys`` its metadata holds as a string (one
+    call for the list: this runs for every ranked chunk)."""
+    candidates = req.candidates
+    out: list[str | None] = []
+    for cid, _ in ranked:
+        cand = candidates.get(cid)
+        meta = cand.metadata if cand is not None else {}
+        section = None
+        for k in keys:
+            value = meta.get(k)
+            if isinstance(value, str):
+                section = value
+                break
+        out.append(section)
+    return out
 
 
 def _prompt(req: Request, opts: IngestOptions) -> tuple[list[str] | None, str | None, list[str] | None]:
@@ -380,9 +389,9 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
         "timestamp": req.timestamp,
         "error": req.error,
     }
-    _columns(record, "retrieved", req.retrieved, [_section(req, cid, opts.section_keys) for cid, _ in req.retrieved])
+    _columns(record, "retrieved", req.retrieved, _sections(req, req.retrieved, opts.section_keys))
     if req.reranked is not None:
-        _columns(record, "reranked", req.reranked, [_section(req, cid, opts.section_keys) for cid, _ in req.reranked])
+        _columns(record, "reranked", req.reranked, _sections(req, req.reranked, opts.section_keys))
     record["prompt"], record["prompt_source"], record["truncated"] = _prompt(req, opts)
     meta: dict[str, Any] = {"ingest": notes}
     if label is not None:

@@ -189,8 +189,8 @@ class _Accounts:
             return out
         if not req.is_request:
             return out
-        for cand in req.candidates.values():
-            self.chunk_keys.update(cand.metadata)  # as written; named as text when the ingest ends
+        # the keys as written (named as text when the ingest ends), every candidate's in one call
+        self.chunk_keys.update(*[cand.metadata for cand in req.candidates.values()])
         out.trace, out.found = request_to_trace(req, self.index, self.opts)
         out.has_llm = req.has_llm
         return out

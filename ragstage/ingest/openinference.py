@@ -105,6 +105,9 @@ _Place = tuple[Any, ...]
 _PLACES: dict[str, _Place] = {}  # the place of each key seen lately
 _SLOTS: dict[tuple[str, int], tuple[str, int]] = {}  # each slot seen lately, as the one object for it
 _NO_SLOT = object()
+# A NamedTuple made from its values in C: its own __new__ is a Python function, called for every
+# span (AttributeGroups) and every document (Document)
+_tuple_new = tuple.__new__
 
 
 def _place(key: str) -> _Place:
@@ -154,7 +157,7 @@ def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
             item = items[index] = {}
         item[field] = value
         last = slot
-    return AttributeGroups(lists, flat)
+    return _tuple_new(AttributeGroups, (lists, flat))
 
 
 def _items(span: Span, prefix: str, groups: AttributeGroups | None) -> dict[int, dict[str, Any]]:
@@ -219,8 +222,9 @@ def documents(span: Span, prefix: str = "retrieval.documents",
                     meta.setdefault(key[len("document.metadata."):], value)
         if score is not None and type(score) is not float:
             score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-        docs.append(Document(None if raw_id is None or raw_id == "" else str(raw_id), score,
-                             str(item.get("document.content") or ""), meta))  # id, score, content, metadata
+        # id, score, content, metadata
+        docs.append(_tuple_new(Document, (None if raw_id is None or raw_id == "" else str(raw_id), score,
+                                          str(item.get("document.content") or ""), meta)))
     if prefix == "retrieval.documents" and all(d.id is None for d in docs):
         ids = _output_ids(span)
         if ids is not None and len(ids) == len(docs):

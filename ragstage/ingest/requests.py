@@ -440,7 +440,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         version = next((s.attributes["llm.prompt_template.version"] for s in ordered
                         if "llm.prompt_template.version" in s.attributes), None)
     req.prompt_version = None if version is None else str(version)
-    req.timestamp = _iso(min((s.start_ns for s in spans), default=0))
+    req.timestamp = _iso(ordered[0].start_ns if ordered else 0)  # the earliest start
     _error(req, tree)
     _incomplete(req, tree, retrievers, llms + builders)
     return req
