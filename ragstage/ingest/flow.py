@@ -9,7 +9,8 @@ numbering, and every count and list of :class:`.build.IngestResult`.
 One large OTLP JSON Lines file written to a file is read in parts, one per core, on Linux
 (where processes fork safely): the trace-id scan that streams the file also tells where it can
 be cut with every trace inside one part, each part is read by a forked process that writes its
-traces to a file of its own, and the parts are accounted in file order, so the output file and
+traces to a file of its own (the first part, to the output's temporary file, which the others'
+files are then appended to), and the parts are accounted in file order, so the output file and
 the result are the same, byte for byte and item for item, as one process gives. Reading is
 pure Python (the span tree, the documents, prompt recovery, the check of each trace), so a
 second core nearly halves the wall time of a week's export; CPU time stays what it is.
