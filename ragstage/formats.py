@@ -17,7 +17,7 @@ from .streaming import count_jsonl
 from .tally import Tally
 from .trace import Trace, TraceError, read_traces, write_traces
 
-__all__ = ["is_parquet", "read_any", "count_file", "count_files", "convert"]
+__all__ = ["is_parquet", "read_any", "count_file", "count_files", "convert", "input_files"]
 
 
 def is_parquet(path: str | Path) -> bool:
@@ -63,7 +63,7 @@ def convert(source: str | Path, target: str | Path) -> int:
     target is written whole or not at all: on an error it keeps what it held before.
     """
     target = Path(target)
-    inputs = _input_files(source)
+    inputs = input_files(source)
     check_output(target, inputs)  # a folder, or the input under any name, is refused before reading
     if target.suffix == ".parquet":
         from .parquet import write_parquet
@@ -74,8 +74,9 @@ def convert(source: str | Path, target: str | Path) -> int:
     raise TraceError("the output name must end in .parquet, .jsonl or .jsonl.gz", path=str(target))
 
 
-def _input_files(source: str | Path) -> list[Path]:
-    """Every file ``source`` reads: itself, or the Parquet files of a folder."""
+def input_files(source: str | Path) -> list[Path]:
+    """Every file ``source`` reads: itself, or the folder and its Parquet files (what an output
+    must not be)."""
     if is_parquet(source) and Path(source).is_dir():
         from .parquet import parquet_files
 

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragstage.atomic import OutputError
 from ragstage.ingest import SpanError, flow, grouping, ingest_spans, ingest_spans_to, read_otlp_json
 from ragstage.ingest.grouping import line_offsets, safe_cuts, scanning, trace_lines
 from ragstage.trace import read_traces, trace_output, trace_stream
@@ -441,6 +442,43 @@ def test_parts_written_to_a_gz_output_give_what_one_process_writes(tmp_path, mon
     for workers, out in zip((1, 2), outs):
         assert ingest_spans_to(out, str(path), workers=workers).written == 9
     assert gzip.decompress(outs[0].read_bytes()) == gzip.decompress(outs[1].read_bytes())
+
+
+@pytest.mark.parametrize("parts", [False, True])
+@pytest.mark.parametrize("over", ["spans", "labels"])
+def test_a_file_read_is_refused_as_the_output_and_kept(tmp_path, monkeypatch, parts, over):
+    """``--out`` naming the spans or the labels file would write the traces over what is being
+    read: refused before anything is read, in one process and in parts, the file kept."""
+    path, labels = tmp_path / "spans.jsonl", tmp_path / "labels.jsonl"
+    _one_trace_a_line(path, 7)
+    labels.write_bytes(b'{"query_id": "q0", "gold": ["d"]}\n')
+    target = path if over == "spans" else labels
+    before = target.read_bytes()
+    if parts:
+        monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    with pytest.raises(OutputError, match="must not be the input"):
+        ingest_spans_to(target, str(path), str(labels), workers=2 if parts else 1)
+    assert target.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["labels.jsonl",
+                                                                                             "spans.jsonl"]
+
+
+def test_a_file_of_an_input_parquet_folder_is_refused_as_the_output(tmp_path):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(b"not read: refused first")
+    with pytest.raises(OutputError, match="must not be the input"):
+        ingest_spans_to(folder / "part-0.parquet", str(folder))
+    assert (folder / "part-0.parquet").read_bytes() == b"not read: refused first"
+
+
+def test_the_command_refuses_to_write_over_its_input(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    _one_trace_a_line(path, 3)
+    before = path.read_bytes()
+    run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans", str(path), "--out", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "the output must not be the input" in run.stderr
+    assert path.read_bytes() == before
 
 
 def test_small_files_and_one_worker_are_read_in_one_process(tmp_path):

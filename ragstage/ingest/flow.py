@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
-from ..atomic import atomic_output
+from ..atomic import atomic_output, check_output
 from ..collector import collector_paused
+from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
@@ -75,10 +76,12 @@ def ingest_spans_to(out: str | Path, spans: Any, labels: Iterable[Label] | str |
     read, none kept: memory stays flat however long the export (see :mod:`.grouping`).
 
     The file appears whole when the ingest ends, or not at all (an error or a killed run leaves
-    an existing ``out`` as it was). The result holds every count and list :func:`ingest_spans`
-    gives, its ``traces`` empty and ``written`` the number of traces in ``out``. One OTLP JSON
-    Lines file of :data:`MIN_SPLIT_BYTES` or more is read in parts by up to ``workers``
-    processes (default: one per core; 1 reads in this process), with the same output.
+    an existing ``out`` as it was); a spans or labels file given as ``out`` is refused
+    (:class:`~ragstage.atomic.OutputError`) before anything is read. The result holds every
+    count and list :func:`ingest_spans` gives, its ``traces`` empty and ``written`` the number of
+    traces in ``out``. One OTLP JSON Lines file of :data:`MIN_SPLIT_BYTES` or more is read in
+    parts by up to ``workers`` processes (default: one per core; 1 reads in this process), with
+    the same output.
     """
     opts = options or IngestOptions(**kwargs)
     with collector_paused():
@@ -90,13 +93,16 @@ def _ingest_to(out: str | Path, sources: list[Any], labels: Iterable[Label] | st
     """:func:`ingest_spans_to`'s work, in a function of its own: the labels and the plan are
     freed when it returns, with the cycle collector still paused; held until after the pause,
     they were all walked by the collector's first pass (0.1 s for 200,000 labels)."""
+    # the files read are refused as the output, before any is read: written over, they would be lost
+    inputs: list[str | Path] = [f for s in [*sources, labels] if isinstance(s, (str, Path)) for f in input_files(s)]
+    check_output(out, inputs)
     plan, index = _plan(sources, opts, workers, lambda: LabelIndex(iter_labels(labels)))
     if plan is not None:
-        result = _ingest_parts_to(out, plan, index, opts)
+        result = _ingest_parts_to(out, plan, index, opts, inputs)
         if result is not None:
             return result
     result = IngestResult([], [], [])
-    result.written = write_traces(out, _request_traces(sources, index, opts, result))
+    result.written = write_traces(out, _request_traces(sources, index, opts, result), inputs)
     return result
 
 
@@ -480,7 +486,8 @@ def _ingest_part(k: int) -> _PartDone:
                      accounts.spans, unscanned, error)
 
 
-def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions) -> IngestResult | None:
+def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions,
+                     inputs: list[str | Path]) -> IngestResult | None:
     """Read the planned parts in as many processes and account them in file order into one
     result and ``out``; None when a part met a trace the scan did not close (then one process
     must read the file). The first part writes straight into the output's temporary file
@@ -488,7 +495,7 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     result = IngestResult([], [], [])
     gz = Path(out).suffix == ".gz"  # then every part's file goes through the compressor
     try:
-        with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out) as tmp:
+        with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out, inputs) as tmp:
             files = [Path(folder) / f"{k}.jsonl" for k in range(len(plan.parts))]
             if not gz:
                 files[0] = tmp
