@@ -275,8 +275,7 @@ def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
     leaves.sort(key=_start_end)
     leaf_ids = {s.span_id for s in leaves}
     ranked = {s.span_id: lists[s.span_id] or [] for s in retrievers}
-    lists = [ranked[s.span_id] for s in leaves]
-    union = _merge(lists)
+    union = _merge([ranked[s.span_id] for s in leaves])
     cuts = []
     wrappers = [s for s in retrievers if s.span_id in listed and s.span_id not in leaf_ids]
     fused_by = None
