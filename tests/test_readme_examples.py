@@ -342,3 +342,27 @@ def test_relative_links_resolve(page):
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)}: links that lead nowhere: {broken}"
+
+
+# -- names in the prose --------------------------------------------------------------------------
+def dotted_names() -> list[tuple[str, str]]:
+    """``(page, name)`` for every ``ragstage.a.b`` a code span of the prose names (the part before a call)."""
+    found = []
+    for page in PAGES:
+        prose = FENCE.sub("", page.read_text(encoding="utf-8"))
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            if name := re.match(r"ragstage(?:\.\w+)+", span):
+                found.append((page.relative_to(REPO).as_posix(), name.group(0)))
+    return sorted(set(found))
+
+
+DOTTED = dotted_names()
+
+
+@pytest.mark.parametrize("page, name", DOTTED, ids=[f"{p}:{n}" for p, n in DOTTED])
+def test_a_ragstage_name_in_the_prose_exists(page, name):
+    parts = name.split(".")
+    try:
+        _resolve(importlib.import_module("ragstage"), "ragstage", parts[1:])
+    except ImportError:
+        pytest.fail(f"{page}: `{name}` does not exist")
