@@ -276,3 +276,15 @@ def test_search_finds_a_chapter(browser_context, server):
     hits = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))")
     page.close()
     assert any("notebooks/02_intervals" in h for h in hits), hits
+
+
+def test_one_title_demotes_later_top_headings_only():
+    sys.path.insert(0, str(REPO / "book"))
+    try:
+        from build import one_title
+    finally:
+        sys.path.remove(str(REPO / "book"))
+    first, seen = one_title("# Chapter 3\n\n## A\n\n```python\n# a comment, not a heading\n```\n", False)
+    assert seen and first == "# Chapter 3\n\n## A\n\n```python\n# a comment, not a heading\n```\n"
+    assert one_title("# Part 2: logs\n## B", seen) == ("## Part 2: logs\n## B", True)
+    assert one_title("no heading", False) == ("no heading", False)
