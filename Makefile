@@ -39,7 +39,7 @@ lab: install-lab
 test: install
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-cell-timeout=3600 tests notebooks
 
-# The website: the committed notebooks (not re-executed), the glossary and the README's
-# practitioner sections, into build/book/html (see book/build.py).
+# The website: the manual in docs/ (docs/index.md is its start page), the committed notebooks
+# (not re-executed) and the glossary, into build/book/html (see book/build.py).
 book: install
 	$(BIN)/python book/build.py

@@ -1,18 +1,20 @@
-"""Build the workbook's website from the committed notebooks, without executing them.
+"""Build the workbook's website from the manual in ``docs/`` and the committed notebooks.
 
 ``python book/build.py [--root REPO] [--out build/book]`` (what ``make book`` runs) gathers the
 pages into ``OUT/src`` and runs Sphinx on them (configuration: ``book/conf.py``) into
 ``OUT/html``, a static site whose links are all relative: open ``OUT/html/index.html`` or serve
-the folder from anywhere. The pages:
+the folder from anywhere. The pages, at the same paths as in the repository:
 
-* every chapter ``notebooks/*.ipynb`` and solution ``notebooks/solutions/*.ipynb``, copied as
-  committed, at the same paths as in the repository (so a page's Colab link is its notebook's path);
-* ``notebooks/glossary.md``;
-* the README's practitioner sections (:data:`PRACTITIONER_SECTIONS`), one page each under
-  ``guide/``, with links to repository files turned into links to the repository;
-* ``index.md``: the README's opening paragraphs and the table of contents.
+* ``docs/index.md``, the start-here page, as the site's ``index``, with the table of contents;
+* every other page of ``docs/``, in the order of :data:`MANUAL` (pages not named there after it);
+* every chapter ``notebooks/*.ipynb`` and solution ``notebooks/solutions/*.ipynb``, as committed
+  and not re-executed (so a page's Colab link is its notebook's path), with one title each: a
+  second ``#`` heading in a notebook (a chapter's "Part 2") is shown as a section, so the table of
+  contents lists each chapter once;
+* ``notebooks/glossary.md``.
 
-It prints what it gathered and fails when a page it is told to build is missing.
+Links between pages stay links between pages; a link to any other repository file becomes a link
+to the file in the repository. It prints what it gathered and fails when a page it needs is missing.
 """
 
 from __future__ import annotations
@@ -29,38 +31,41 @@ from pathlib import Path
 BOOK = Path(__file__).resolve().parent
 REPOSITORY_FILES = "https://github.com/ragstage/ragstage/blob/main"
 
-#: The README's ``##`` sections for someone attributing their own system, in reading order.
-PRACTITIONER_SECTIONS = (
-    "What runs offline, and what needs the network",
-    "The trace format",
-    "The command line",
-    "From Python",
-    "Attribute your own system",
-    "Pointing chapter 6 at your own run",
-    "Traces at warehouse scale: Parquet and Spark",
-)
+#: The manual's pages in reading order (``docs/<name>.md``); a page of ``docs/`` not named here
+#: follows them, and a name here without its page is left out.
+MANUAL = ("trace-format", "command-line", "your-own-system", "stacks", "report-and-gate", "safe-outputs",
+          "parquet-and-spark", "performance", "architecture", "contributing")
+#: The start-here page, which the site shows as its ``index``.
+START = "docs/index.md"
 
 _LINK = re.compile(r"(\]\()([^)\s]+)(\))")
-
-
-def slug(title: str) -> str:
-    """A file name for a section title: lower case, words joined by ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
-
-
-def readme_sections(text: str) -> tuple[str, dict[str, str]]:
-    """The README's text before its first ``##`` heading, and each ``##`` section by title."""
-    parts = re.split(r"^## +(.+?)\s*$", text, flags=re.MULTILINE)
-    intro, sections = parts[0], {}
-    for title, body in zip(parts[1::2], parts[2::2]):
-        sections[title] = body
-    return intro, sections
+_FENCE = re.compile(r"^ *(```|~~~)")
 
 
 def is_page(path: str) -> bool:
     """Whether a repository path (relative to the root) is a page of the site."""
     return (path.startswith("notebooks/") and path.endswith(".ipynb") and path.count("/") <= 2) or \
-        path == "notebooks/glossary.md"
+        path == "notebooks/glossary.md" or (path.startswith("docs/") and path.endswith(".md") and path.count("/") == 1)
+
+
+def site_path(path: str) -> str:
+    """Where a page of the repository sits on the site: the start-here page is the root's ``index``."""
+    return "index.md" if path == START else path
+
+
+def one_title(markdown: str, seen_title: bool) -> tuple[str, bool]:
+    """``markdown`` with every ``#`` heading after the first (``seen_title``: already met in an earlier
+    cell) made a ``##`` one, and whether a title has been met. Sphinx lists each ``#`` heading of a page
+    as an entry of the table of contents, so a chapter's "# Part 2" would show as a chapter of its own."""
+    lines, fenced = markdown.split("\n"), False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and re.match(r"# ", line):
+            if seen_title:
+                lines[i] = "#" + line
+            seen_title = True
+    return "\n".join(lines), seen_title
 
 
 def relink(markdown: str, folder: str, root: Path, page_folder: str | None = None) -> str:
@@ -79,7 +84,7 @@ def relink(markdown: str, folder: str, root: Path, page_folder: str | None = Non
         if not resolved or resolved.startswith("..") or not (root / resolved).exists():
             return match.group(0)
         if is_page(resolved):
-            new = posixpath.relpath(resolved, page_folder or ".")
+            new = posixpath.relpath(site_path(resolved), page_folder or ".")
         else:
             new = f"{REPOSITORY_FILES}/{resolved}"
         return f"{match.group(1)}{new}{hash_}{anchor}{match.group(3)}"
@@ -95,12 +100,25 @@ def stage_notebook(path: Path, root: Path, src: Path, extra: Path) -> None:
         (base / rel).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(path, extra / rel)
     nb = json.loads(path.read_text(encoding="utf-8"))
-    folder = rel.parent.as_posix()
+    folder, titled = rel.parent.as_posix(), False
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown":
             text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            text, titled = one_title(text, titled)
             cell["source"] = relink(text, folder, root)
     (src / rel).write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def manual_pages(root: Path) -> list[str]:
+    """The manual's pages other than the start-here page (``docs/<name>``), in reading order."""
+    present = {p.stem for p in (root / "docs").glob("*.md")} - {Path(START).stem}
+    ordered = [name for name in MANUAL if name in present]
+    return [f"docs/{name}" for name in ordered + sorted(present - set(ordered))]
+
+
+def toctree(caption: str, entries: list[str]) -> str:
+    """A table of contents for the sidebar (hidden on the page, which says what it holds in its own words)."""
+    return "```{toctree}\n:caption: " + caption + "\n:maxdepth: 1\n:hidden:\n\n" + "\n".join(entries) + "\n```\n"
 
 
 def gather(root: Path, src: Path, extra: Path) -> list[str]:
@@ -109,7 +127,10 @@ def gather(root: Path, src: Path, extra: Path) -> list[str]:
     for folder in (src, extra):
         if folder.exists():
             shutil.rmtree(folder)
-    (src / "guide").mkdir(parents=True)
+    (src / "docs").mkdir(parents=True)
+    start = root / START
+    if not start.is_file():
+        raise SystemExit(f"no start-here page {start}")
     notebooks = root / "notebooks"
     chapters = sorted(notebooks.glob("*.ipynb"))
     solutions = sorted((notebooks / "solutions").glob("*.ipynb"))
@@ -123,33 +144,24 @@ def gather(root: Path, src: Path, extra: Path) -> list[str]:
                                                        encoding="utf-8")
     else:
         print(f"warning: {glossary} does not exist; the site has no glossary", file=sys.stderr)
-
-    intro, sections = readme_sections((root / "README.md").read_text(encoding="utf-8"))
-    missing = [t for t in PRACTITIONER_SECTIONS if t not in sections]
-    if missing:
-        raise SystemExit(f"README.md has no section(s) {missing}: update PRACTITIONER_SECTIONS in {__file__}")
-    guide = []
-    for title in PRACTITIONER_SECTIONS:
-        name = f"guide/{slug(title)}"
-        body = re.sub(r"^#(#{2,}) ", r"\1 ", sections[title], flags=re.MULTILINE)  # ### -> ## under the page's #
-        (src / f"{name}.md").write_text(f"# {title}\n{relink(body, '', root, 'guide')}", encoding="utf-8")
-        guide.append(name)
-
-    def toctree(caption: str, entries: list[str]) -> str:
-        return "```{toctree}\n:caption: " + caption + "\n:maxdepth: 1\n\n" + "\n".join(entries) + "\n```\n"
+    manual = manual_pages(root)
+    for name in manual:
+        text = (root / f"{name}.md").read_text(encoding="utf-8")
+        (src / f"{name}.md").write_text(relink(text, "docs", root), encoding="utf-8")
 
     chapter_pages = [p.relative_to(root).with_suffix("").as_posix() for p in chapters]
     solution_pages = [p.relative_to(root).with_suffix("").as_posix() for p in solutions]
-    index = [relink(intro, "", root).strip(), "", toctree("Chapters", chapter_pages)]
+    start_here = relink(start.read_text(encoding="utf-8"), "docs", root, "").rstrip()
+    index = [start_here, "", toctree("Chapters", chapter_pages)]
     if solution_pages:
         index.append(toctree("Solutions", solution_pages))
-    index.append(toctree("For practitioners", guide))
+    index.append(toctree("The manual", manual))
     if glossary.is_file():
         index.append(toctree("Reference", ["notebooks/glossary"]))
     (src / "index.md").write_text("\n".join(index), encoding="utf-8")
     print(f"{len(chapters)} chapters, {len(solutions)} solutions, glossary: {'yes' if glossary.is_file() else 'no'}, "
-          f"{len(guide)} practitioner pages")
-    return chapter_pages + solution_pages + guide
+          f"{len(manual)} manual pages")
+    return chapter_pages + solution_pages + manual
 
 
 def build(root: Path, out: Path) -> Path:

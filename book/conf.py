@@ -1,7 +1,8 @@
 """Sphinx configuration of the workbook's website (built by ``python book/build.py``, ``make book``).
 
-Sphinx with MyST-NB and the book theme (the stack of Jupyter Book 1) renders the committed
-notebooks as they are: ``nb_execution_mode = "off"``, nothing is re-executed. Everything a
+Sphinx with MyST-NB and the book theme (the stack of Jupyter Book 1) renders the manual's
+Markdown pages (``docs/``) and the committed notebooks as they are: ``nb_execution_mode = "off"``,
+nothing is re-executed. Everything a
 page loads is in the built folder: the Jupyter widgets' scripts, which MyST-NB would load
 from a CDN, are left out (a widget needs a kernel; a note on the page says to open the
 notebook), and the theme's fonts and icons ship with the theme.
