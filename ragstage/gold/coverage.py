@@ -1,0 +1,140 @@
+"""Where the PPI intervals hold: a seeded simulation with known true buckets and a judge of set errors.
+
+PPI intervals are normal approximations, so their coverage is a claim to check, not a given.
+Each draw builds a population of requests whose true buckets follow :data:`RATES` (2% to 50%,
+and the rest in ``other``), lets a judge with a set confusion matrix label every one, takes
+the first ``n`` requests as the gold sample (the requests are independent draws, so the first
+``n`` are a uniform random sample of them) and builds, for every bucket, the PPI++ interval of
+:mod:`ragstage.gold.ppi` and the gold-only Wilson interval of the same ``n``. The target is
+the bucket's share of that population, the quantity the tool estimates.
+
+Two judges: ``uniform`` is right 85% of the time whatever the bucket; ``bucket_dependent``
+misses most of the rare buckets, confuses neighbours, and calls 5% of the common bucket the
+rarest one, as a judge that over-reports one failure would. :func:`coverage_table` runs the
+grid; the table in ``docs/gold-for-a-few.md`` is ``coverage_table(seed=20261205)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..stats import wilson
+from .ppi import indicator_moments, ppi_from_moments
+
+__all__ = ["RATES", "BUCKETS", "JUDGES", "SIZES", "simulate", "coverage_table", "SMALL_COUNT", "SMALL_SAMPLE",
+           "too_few", "markdown"]
+
+#: The true share of each simulated bucket; ``other`` takes the rest (13%).
+RATES: tuple[float, ...] = (0.02, 0.05, 0.10, 0.20, 0.50)
+BUCKETS: tuple[str, ...] = ("b02", "b05", "b10", "b20", "b50", "other")
+#: Gold sample sizes of the table.
+SIZES: tuple[int, ...] = (50, 100, 200, 500)
+
+#: Rows: the true bucket; columns: the probability that the judge names each bucket (order of
+#: :data:`BUCKETS`).
+JUDGES: dict[str, tuple[tuple[float, ...], ...]] = {
+    "uniform": tuple(tuple(0.85 if i == j else 0.03 for j in range(6)) for i in range(6)),
+    "bucket_dependent": (
+        (0.50, 0.00, 0.00, 0.00, 0.50, 0.00),  # the rarest bucket: half of it called the common one
+        (0.00, 0.70, 0.30, 0.00, 0.00, 0.00),
+        (0.00, 0.10, 0.80, 0.10, 0.00, 0.00),
+        (0.00, 0.00, 0.05, 0.90, 0.05, 0.00),
+        (0.05, 0.00, 0.00, 0.05, 0.85, 0.05),  # 5% of the common bucket called the rarest
+        (0.00, 0.00, 0.00, 0.10, 0.10, 0.80),
+    ),
+}
+
+#: The rule the command line applies (:func:`too_few`): a PPI interval is flagged when the gold
+#: sample is smaller than ``SMALL_SAMPLE`` or the bucket's expected count in it (gold labels times
+#: the estimate, or times one minus it, whichever is smaller) is below ``SMALL_COUNT``. Chosen
+#: from :func:`coverage_table`: see ``docs/gold-for-a-few.md`` for the cells on either side.
+SMALL_SAMPLE = 100
+SMALL_COUNT = 20
+
+
+def too_few(gold_n: Any, estimate: Any) -> Any:
+    """Whether a PPI interval of this many gold labels and this estimate is in the region where
+    the simulation found coverage below 93% (arrays allowed)."""
+    p = np.clip(estimate, 0.0, 1.0)
+    return (np.asarray(gold_n) < SMALL_SAMPLE) | (np.asarray(gold_n) * np.minimum(p, 1 - p) < SMALL_COUNT)
+
+
+def _draw(rng: np.random.Generator, cum: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Categorical draws: the index of the first cumulative probability above a uniform."""
+    u = rng.random(size)
+    return (u[..., None] >= cum[:-1]).sum(axis=-1).astype(np.int8)
+
+
+def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, population: int = 5000, reps: int = 2000,
+             seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per (bucket, gold sample size): coverage and mean width of the PPI++ and Wilson intervals.
+
+    Columns: ``judge, bucket, rate, n, expected_count`` (n × rate), ``ppi_coverage`` with
+    ``mc_low``/``mc_high`` (the Wilson interval of the simulation's own hit count),
+    ``wilson_coverage``, ``ppi_width``, ``wilson_width``, ``width_ratio`` (PPI over Wilson),
+    ``judge_bias`` (the judge-only rate minus the true share, averaged) and ``flagged`` (the share
+    of draws :func:`too_few` flags). Seeded: the same
+    arguments give the same table on every machine.
+    """
+    if judge not in JUDGES:
+        raise ValueError(f"unknown judge {judge!r}; known: {', '.join(JUDGES)}")
+    if max(sizes) >= population:
+        raise ValueError(f"every sample size must be below the population ({population})")
+    rng = np.random.default_rng(seed)
+    truth_p = np.array([*RATES, 1 - sum(RATES)])
+    confusion = np.array(JUDGES[judge])
+    true = _draw(rng, np.cumsum(truth_p), (reps, population))
+    said = np.empty_like(true)
+    for b in range(len(BUCKETS)):  # the judge's bucket, drawn from the row of the true one
+        rows = true == b
+        said[rows] = _draw(rng, np.cumsum(confusion[b]), (int(rows.sum()),))
+    rows = []
+    for b, name in enumerate(BUCKETS[:-1]):
+        y, h = true == b, said == b
+        share = y.mean(axis=1)
+        judge_rate = h.mean(axis=1)
+        for n in sizes:
+            ys, hs = y[:, :n], h[:, :n]
+            both = (ys & hs).sum(axis=1)
+            gold_k = ys.sum(axis=1)
+            judge_k = hs.sum(axis=1)
+            m = indicator_moments(both, gold_k - both, judge_k - both, n - gold_k - judge_k + both,
+                                  h[:, n:].sum(axis=1), population - n)
+            r = ppi_from_moments(m, alpha)
+            covered = (r["low"] <= share) & (share <= r["high"])
+            table = np.array([wilson(k, n) for k in range(n + 1)])
+            w_low, w_high = table[gold_k, 0], table[gold_k, 1]
+            hits = int(covered.sum())
+            mc_low, mc_high = wilson(hits, reps)
+            flagged = too_few(n, r["estimate"])
+            ppi_width = np.clip(r["high"], 0, 1) - np.clip(r["low"], 0, 1)
+            rows.append((judge, name, RATES[b], n, n * RATES[b], hits / reps, mc_low, mc_high,
+                         float(((w_low <= share) & (share <= w_high)).mean()), float(ppi_width.mean()),
+                         float((w_high - w_low).mean()), float(ppi_width.mean() / (w_high - w_low).mean()),
+                         float((judge_rate - share).mean()), float(flagged.mean())))
+    return pd.DataFrame(rows, columns=["judge", "bucket", "rate", "n", "expected_count", "ppi_coverage", "mc_low",
+                                       "mc_high", "wilson_coverage", "ppi_width", "wilson_width", "width_ratio",
+                                       "judge_bias", "flagged"])
+
+
+def coverage_table(*, reps: int = 2000, seed: int = 20261205, population: int = 5000,
+                   sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
+    """:func:`simulate` for both judges, one table (the one the docs print, with this seed)."""
+    return pd.concat([simulate(j, sizes=sizes, population=population, reps=reps, seed=seed + i)
+                      for i, j in enumerate(JUDGES)], ignore_index=True)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The table as Markdown, the way ``docs/gold-for-a-few.md`` prints it (a test regenerates and compares)."""
+    lines = ["| judge | rate | gold n | n × rate | PPI++ coverage (simulation's 95%) | Wilson coverage "
+             "| PPI++ width | Wilson width | PPI/Wilson | flagged |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in table.itertuples():
+        mark = "**" if r.ppi_coverage < 0.93 else ""
+        lines.append(f"| {r.judge} | {r.rate:.0%} | {r.n} | {r.expected_count:g} | {mark}{r.ppi_coverage:.3f}{mark} "
+                     f"({r.mc_low:.3f}–{r.mc_high:.3f}) | {r.wilson_coverage:.3f} | {r.ppi_width:.3f} "
+                     f"| {r.wilson_width:.3f} | {r.width_ratio:.2f} | {r.flagged:.0%} |")
+    return "\n".join(lines) + "\n"
