@@ -16,13 +16,15 @@ grid; the table in ``docs/gold-for-a-few.md`` is ``coverage_table(seed=20261205)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..stats import wilson
 from .ppi import indicator_moments, ppi_from_moments
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RATES", "BUCKETS", "JUDGES", "SIZES", "simulate", "coverage_table", "SMALL_COUNT", "SMALL_SAMPLE",
            "too_few", "markdown"]
@@ -79,6 +81,8 @@ def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, populati
     of draws :func:`too_few` flags). Seeded: the same
     arguments give the same table on every machine.
     """
+    import pandas as pd
+
     if judge not in JUDGES:
         raise ValueError(f"unknown judge {judge!r}; known: {', '.join(JUDGES)}")
     if max(sizes) >= population:
@@ -123,6 +127,8 @@ def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, populati
 def coverage_table(*, reps: int = 2000, seed: int = 20261205, population: int = 5000,
                    sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
     """:func:`simulate` for both judges, one table (the one the docs print, with this seed)."""
+    import pandas as pd
+
     return pd.concat([simulate(j, sizes=sizes, population=population, reps=reps, seed=seed + i)
                       for i, j in enumerate(JUDGES)], ignore_index=True)
 

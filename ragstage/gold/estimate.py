@@ -199,7 +199,10 @@ def _print_table(result: GoldEstimate, sample: Sample) -> None:
     a = result.agreement
     print(f"\njudge vs gold on the sample: {a.agree}/{a.n} agree, Cohen's kappa {a.kappa:.3f} "
           "(rows: gold, columns: judge)")
-    print(a.to_frame().to_string())
+    width = max(len("gold \\ judge"), *map(len, a.labels))
+    print("gold \\ judge".ljust(width) + "".join(f"  {label:>{len(label)}}" for label in a.labels))
+    for label, row in zip(a.labels, a.counts):
+        print(label.ljust(width) + "".join(f"  {k:>{len(name)}}" for k, name in zip(row, a.labels)))
 
 
 def gold_attribute(args: Any) -> int:

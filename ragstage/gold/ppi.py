@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri  # the normal law's cdf and quantile, without scipy.stats' import
 
 __all__ = [
     "Moments",
@@ -144,7 +144,7 @@ def ppi_from_moments(m: Moments, alpha: float = 0.05, lam: Any = None) -> dict[s
     rectifier_var = np.maximum(m.v_y - 2 * lam * m.c_yh + lam * lam * m.v_h, 0.0) / m.n
     imputed_var = lam * lam * m.v_u / m.N
     se = np.sqrt(rectifier_var + imputed_var)
-    z = norm.ppf(1 - alpha / 2)
+    z = ndtri(1 - alpha / 2)
     return {"estimate": estimate, "se": se, "low": estimate - z * se, "high": estimate + z * se, "lam": lam}
 
 
@@ -218,7 +218,7 @@ def stratified_mean(strata: Sequence[tuple[int, Sequence[float]]], alpha: float 
             variance += weight * weight * (1 - len(y) / size) * float(y.var(ddof=1)) / len(y)
         drawn += len(y)
     se = math.sqrt(variance)
-    z = float(norm.ppf(1 - alpha / 2))
+    z = float(ndtri(1 - alpha / 2))
     return PPIEstimate(estimate, estimate - z * se, estimate + z * se, se, math.nan, drawn, population - drawn, alpha)
 
 
@@ -234,7 +234,7 @@ def joint_intervals(estimates: dict[str, PPIEstimate], alpha: float = 0.05) -> d
     m = len(estimates)
     if m == 0:
         return {}
-    z = float(norm.ppf(1 - alpha / (2 * m)))
+    z = float(ndtri(1 - alpha / (2 * m)))
     return {key: PPIEstimate(e.estimate, e.estimate - z * e.se, e.estimate + z * e.se, e.se, e.lam, e.n, e.N,
                              alpha / m) for key, e in estimates.items()}
 
@@ -252,7 +252,7 @@ def judge_bias_pvalues(pairs: dict[str, tuple[Sequence[float], Sequence[float]]]
     for key, (y, yhat) in pairs.items():
         d = _column(y, f"{key}: gold") - _column(yhat, f"{key}: judge")
         sd = d.std() / math.sqrt(len(d))
-        raw[key] = 1.0 if sd == 0 and d.mean() == 0 else (0.0 if sd == 0 else float(2 * norm.sf(abs(d.mean()) / sd)))
+        raw[key] = 1.0 if sd == 0 and d.mean() == 0 else (0.0 if sd == 0 else float(2 * ndtr(-abs(d.mean()) / sd)))
     adjusted = holm(raw.values())
     return {key: (p, a) for (key, p), a in zip(raw.items(), adjusted)}
 
@@ -301,7 +301,7 @@ def gold_needed(rate: float, half_width: float, population: int, correlation: fl
         raise ValueError(f"correlation must lie in [-1, 1], got {correlation}")
     if population < 2:
         raise ValueError(f"population must be at least 2, got {population}")
-    z2 = float(norm.ppf(1 - alpha / 2)) ** 2
+    z2 = float(ndtri(1 - alpha / 2)) ** 2
     sigma2 = rate * (1 - rate)
     rho2 = correlation * correlation
     room = half_width * half_width - z2 * sigma2 * rho2 / population
