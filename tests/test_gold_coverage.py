@@ -18,13 +18,15 @@ def test_the_simulation_is_seeded():
     assert not a.equals(simulate("uniform", sizes=(100,), reps=200, seed=2))
     with pytest.raises(ValueError, match="unknown judge"):
         simulate("oracle")
+    with pytest.raises(ValueError, match="design is"):
+        simulate(design="quota")
     with pytest.raises(ValueError, match="below the population"):
         simulate(sizes=(100,), population=100)
 
 
-@pytest.fixture(scope="module")
-def table():
-    return coverage_table(reps=1000, seed=5, sizes=(50, 150, 500))
+@pytest.fixture(scope="module", params=["uniform", "stratified"])
+def table(request):
+    return coverage_table(design=request.param, reps=1000, seed=5, sizes=(50, 150, 500))
 
 
 def test_coverage_falls_short_only_where_the_tool_warns(table):
@@ -35,6 +37,7 @@ def test_coverage_falls_short_only_where_the_tool_warns(table):
     assert len(quiet) >= 10
     assert (quiet.mc_high >= 0.93).all(), quiet
     assert (table[(table.n == 50) & (table.rate == 0.02)].ppi_coverage < 0.8).all()
+    assert (table[table.n == 500].ppi_coverage > 0.93).sum() >= 8
 
 
 def test_ppi_is_narrower_than_gold_only_and_wilson_covers(table):
@@ -51,5 +54,6 @@ def test_the_warning_rule():
     assert too_few(500, -0.01)  # an estimate below zero is a rare bucket
 
 
-def test_the_docs_print_the_function_s_table():
-    assert markdown(coverage_table()) in DOCS.read_text(encoding="utf-8")
+@pytest.mark.parametrize("design", ["uniform", "stratified"])
+def test_the_docs_print_the_function_s_tables(design):
+    assert markdown(coverage_table(design=design)) in DOCS.read_text(encoding="utf-8")

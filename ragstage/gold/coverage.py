@@ -70,21 +70,58 @@ def _draw(rng: np.random.Generator, cum: np.ndarray, size: tuple[int, int]) -> n
     return (u[..., None] >= cum[:-1]).sum(axis=-1).astype(np.int8)
 
 
-def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, population: int = 5000, reps: int = 2000,
-             seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+def _stratified_design(said: np.ndarray, n: int, population: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A sample of ``n`` stratified by the judge's bucket in every draw, allocated as ``ragstage sample
+    --by-bucket`` allocates it: per stratum, which requests are drawn (the first ``n_h`` of the
+    stratum: the requests are independent, so any ``n_h`` of them are a random sample), ``n_h`` and ``N_h``."""
+    from .sample import allocate
+
+    sizes = np.stack([(said == h).sum(axis=1) for h in range(len(BUCKETS))], axis=1)
+    alloc = np.array([[allocate({h: int(c) for h, c in enumerate(row) if c}, n).get(h, 0)
+                       for h in range(len(BUCKETS))] for row in sizes])
+    design = []
+    for h in range(len(BUCKETS)):
+        inside = said == h
+        design.append((inside & (np.cumsum(inside, axis=1) <= alloc[:, h:h + 1]), alloc[:, h], sizes[:, h]))
+    return design
+
+
+def _stratified_interval(y: np.ndarray, design: list, population: int, z: float) -> dict[str, np.ndarray]:
+    """:func:`ragstage.gold.ppi.stratified_mean` over every draw at once."""
+    estimate = np.zeros(len(y))
+    variance = np.zeros(len(y))
+    for drawn, n_h, size in design:
+        k = (drawn & y).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.where(n_h > 0, k / n_h, 0.0)
+            s2 = np.where(n_h > 1, n_h / (n_h - 1) * mean * (1 - mean), 0.0)
+            part = np.where(n_h > 0, (size / population) ** 2 * (1 - n_h / size) * s2 / n_h, 0.0)
+        estimate += size / population * mean
+        variance += part
+    se = np.sqrt(variance)
+    return {"estimate": estimate, "low": estimate - z * se, "high": estimate + z * se}
+
+
+def simulate(judge: str = "uniform", *, design: str = "uniform", sizes: tuple[int, ...] = SIZES,
+             population: int = 5000, reps: int = 2000, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
     """One row per (bucket, gold sample size): coverage and mean width of the PPI++ and Wilson intervals.
 
-    Columns: ``judge, bucket, rate, n, expected_count`` (n × rate), ``ppi_coverage`` with
-    ``mc_low``/``mc_high`` (the Wilson interval of the simulation's own hit count),
-    ``wilson_coverage``, ``ppi_width``, ``wilson_width``, ``width_ratio`` (PPI over Wilson),
-    ``judge_bias`` (the judge-only rate minus the true share, averaged) and ``flagged`` (the share
-    of draws :func:`too_few` flags). Seeded: the same
-    arguments give the same table on every machine.
+    ``design="uniform"``: a uniform sample and the PPI++ interval; ``"stratified"``: a sample
+    stratified by the judge's bucket (``ragstage sample --by-bucket``) and the stratified
+    estimate. Columns: ``judge, design, bucket, rate, n, expected_count`` (n × rate),
+    ``ppi_coverage`` with ``mc_low``/``mc_high`` (the Wilson interval of the simulation's own hit
+    count), ``wilson_coverage`` and ``wilson_width`` (the gold-only Wilson interval of a uniform
+    sample of the same n), ``ppi_width``, ``width_ratio`` (PPI over Wilson), ``judge_bias`` (the
+    judge-only rate minus the true share, averaged) and ``flagged`` (the share of draws
+    :func:`too_few` flags). Seeded: the same arguments give the same table on every machine.
     """
     import pandas as pd
+    from scipy.special import ndtri
 
     if judge not in JUDGES:
         raise ValueError(f"unknown judge {judge!r}; known: {', '.join(JUDGES)}")
+    if design not in ("uniform", "stratified"):
+        raise ValueError(f"design is 'uniform' or 'stratified', got {design!r}")
     if max(sizes) >= population:
         raise ValueError(f"every sample size must be below the population ({population})")
     rng = np.random.default_rng(seed)
@@ -95,6 +132,8 @@ def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, populati
     for b in range(len(BUCKETS)):  # the judge's bucket, drawn from the row of the true one
         rows = true == b
         said[rows] = _draw(rng, np.cumsum(confusion[b]), (int(rows.sum()),))
+    strata = {n: _stratified_design(said, n, population) for n in sizes} if design == "stratified" else {}
+    z = float(ndtri(1 - alpha / 2))
     rows = []
     for b, name in enumerate(BUCKETS[:-1]):
         y, h = true == b, said == b
@@ -105,9 +144,12 @@ def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, populati
             both = (ys & hs).sum(axis=1)
             gold_k = ys.sum(axis=1)
             judge_k = hs.sum(axis=1)
-            m = indicator_moments(both, gold_k - both, judge_k - both, n - gold_k - judge_k + both,
-                                  h[:, n:].sum(axis=1), population - n)
-            r = ppi_from_moments(m, alpha)
+            if design == "stratified":
+                r = _stratified_interval(y, strata[n], population, z)
+            else:
+                r = ppi_from_moments(indicator_moments(both, gold_k - both, judge_k - both,
+                                                       n - gold_k - judge_k + both, h[:, n:].sum(axis=1),
+                                                       population - n), alpha)
             covered = (r["low"] <= share) & (share <= r["high"])
             table = np.array([wilson(k, n) for k in range(n + 1)])
             w_low, w_high = table[gold_k, 0], table[gold_k, 1]
@@ -115,21 +157,21 @@ def simulate(judge: str = "uniform", *, sizes: tuple[int, ...] = SIZES, populati
             mc_low, mc_high = wilson(hits, reps)
             flagged = too_few(n, r["estimate"])
             ppi_width = np.clip(r["high"], 0, 1) - np.clip(r["low"], 0, 1)
-            rows.append((judge, name, RATES[b], n, n * RATES[b], hits / reps, mc_low, mc_high,
+            rows.append((judge, design, name, RATES[b], n, n * RATES[b], hits / reps, mc_low, mc_high,
                          float(((w_low <= share) & (share <= w_high)).mean()), float(ppi_width.mean()),
                          float((w_high - w_low).mean()), float(ppi_width.mean() / (w_high - w_low).mean()),
                          float((judge_rate - share).mean()), float(flagged.mean())))
-    return pd.DataFrame(rows, columns=["judge", "bucket", "rate", "n", "expected_count", "ppi_coverage", "mc_low",
-                                       "mc_high", "wilson_coverage", "ppi_width", "wilson_width", "width_ratio",
-                                       "judge_bias", "flagged"])
+    return pd.DataFrame(rows, columns=["judge", "design", "bucket", "rate", "n", "expected_count", "ppi_coverage",
+                                       "mc_low", "mc_high", "wilson_coverage", "ppi_width", "wilson_width",
+                                       "width_ratio", "judge_bias", "flagged"])
 
 
-def coverage_table(*, reps: int = 2000, seed: int = 20261205, population: int = 5000,
+def coverage_table(*, design: str = "uniform", reps: int = 2000, seed: int = 20261205, population: int = 5000,
                    sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
-    """:func:`simulate` for both judges, one table (the one the docs print, with this seed)."""
+    """:func:`simulate` for both judges, one table (the docs print both designs', with this seed)."""
     import pandas as pd
 
-    return pd.concat([simulate(j, sizes=sizes, population=population, reps=reps, seed=seed + i)
+    return pd.concat([simulate(j, design=design, sizes=sizes, population=population, reps=reps, seed=seed + i)
                       for i, j in enumerate(JUDGES)], ignore_index=True)
 
 
