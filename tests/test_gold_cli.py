@@ -154,6 +154,8 @@ def test_a_bad_sample_file_names_the_field(run):
     assert "field 'query_ids': missing" in refused("attribute", run["silver"], "--gold-sample", run["gold"],
                                                    "--sample", bad)
     assert "go together" in refused("attribute", run["silver"], "--gold-sample", run["gold"])
+    assert "--by does not combine" in refused("attribute", run["silver"], "--gold-sample", run["gold"], "--sample",
+                                              run["sample"], "--by", "model")
 
 
 def test_a_failed_draw_leaves_the_old_sample_file(run):

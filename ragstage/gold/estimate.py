@@ -213,6 +213,9 @@ def gold_attribute(args: Any) -> int:
         raise ValueError(f"with --gold-sample, give one SILVER_TRACES file; got {len(args.files)}")
     if args.flags:
         raise ValueError("--flags counts flags; it does not combine with --gold-sample")
+    if args.by != "pipeline":
+        raise ValueError("--by does not combine with --gold-sample: a sample is of one pipeline's requests, "
+                         "estimated as one group")
     if args.format == "csv":
         raise ValueError("--gold-sample prints a table or JSON (--format table|json)")
     silver_path = args.files[0]
