@@ -3,6 +3,7 @@ pairing and estimate functions behind `ragstage attribute --gold-sample`."""
 
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,3 +106,33 @@ def test_silver_buckets_swapped_since_a_stratified_draw_are_refused():
     swapped[outside] = Request(silver[outside].query_id, "default", "retrieval")
     with pytest.raises(ValueError, match=r"retrieval \(30, 6\) then, \(30, 5\) now"):
         pair(swapped, gold, sample)
+
+
+FEW = ["retrieval", "reranking", "generation", "none"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_bucket_row_is_ppi_py_on_that_bucket_s_indicator(data):
+    ppi_py = pytest.importorskip("ppi_py")
+    size = data.draw(st.integers(6, 60))
+    judged = data.draw(st.lists(st.sampled_from(FEW), min_size=size, max_size=size))
+    truth = data.draw(st.lists(st.sampled_from(FEW), min_size=size, max_size=size))
+    silver = requests(judged)
+    sample = draw(silver, data.draw(st.integers(2, size - 1)), seed=data.draw(st.integers(0, 99)))
+    gold = {r.query_id: t for r, t in zip(silver, truth)}
+    labelled = pair(silver, [Request(q, "default", gold[q]) for q in sample.query_ids], sample)
+    result = estimate_buckets(silver, labelled, sample)
+    inside = [r for r in silver if r.query_id in set(sample.query_ids)]
+    outside = [r for r in silver if r.query_id not in set(sample.query_ids)]
+    for row in result.rows:
+        y = np.array([gold[r.query_id] == row.stage for r in inside], float)
+        h = np.array([r.bucket == row.stage for r in inside], float)
+        u = np.array([r.bucket == row.stage for r in outside], float)
+        if np.var(np.concatenate([h, u])) == 0:
+            continue  # ppi_py's NaN: tests/test_gold_ppi.py covers the constant judge
+        point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, h, u)))
+        low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(y, h, u, alpha=0.05))
+        assert abs(row.estimate - point) <= 1e-9
+        assert abs(row.low - max(low, 0.0)) <= 1e-9 and abs(row.high - min(high, 1.0)) <= 1e-9
+        assert row.judge_k == int(h.sum() + u.sum()) and row.gold_k == int(y.sum())
