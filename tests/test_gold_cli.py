@@ -199,3 +199,23 @@ def test_a_stratified_sample_records_weights_and_gives_the_stratified_estimate(r
     rows = list(read_traces(run["silver"]))
     write_traces(changed, [trace(rows[0].query_id, "retrieval" if rows[0].gold != ["z"] else "none"), *rows[1:]])
     assert "silver buckets changed" in refused("attribute", changed, "--gold-sample", gold_path, "--sample", strat)
+
+
+def test_the_docs_example_is_what_the_commands_print(tmp_path):
+    """The synthetic example of docs/gold-for-a-few.md, rebuilt and re-run."""
+    from pathlib import Path
+
+    rng = np.random.default_rng(1)
+    true = rng.choice(NAMES, size=1000, p=[0.5, 0.15, 0.1, 0.1, 0.15])
+    judge = [t if rng.random() < 0.8 else rng.choice(NAMES) for t in true]
+    silver, sample, gold = tmp_path / "silver.jsonl", tmp_path / "sample.json", tmp_path / "gold.jsonl"
+    write_traces(silver, [trace(f"q{i:04d}", j) for i, j in enumerate(judge)])
+    assert ragstage("sample", silver, "--n", 150, "--seed", 7, "--out", sample).returncode == 0
+    drawn = set(json.loads(sample.read_text())["query_ids"])
+    write_traces(gold, [trace(f"q{i:04d}", t) for i, t in enumerate(true) if f"q{i:04d}" in drawn])
+    done = ragstage("attribute", silver, "--gold-sample", gold, "--sample", sample)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "gold-for-a-few.md").read_text(encoding="utf-8")
+    assert f"```text\n{done.stdout}```" in docs
+    shares = {name: float(np.mean(true == name)) for name in NAMES}
+    assert shares == pytest.approx({"retrieval": 0.154, "reranking": 0.116, "prompt_assembly": 0.080,
+                                    "generation": 0.143, "none": 0.507})
