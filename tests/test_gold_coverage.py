@@ -7,7 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragstage.gold.coverage import SMALL_COUNT, SMALL_SAMPLE, coverage_table, markdown, simulate, too_few
+from ragstage.gold.coverage import (
+    SMALL_COUNT,
+    SMALL_SAMPLE,
+    coverage_table,
+    markdown,
+    paired_table,
+    simulate,
+    simulate_paired,
+    too_few,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "gold-for-a-few.md"
 
@@ -54,6 +63,19 @@ def test_the_warning_rule():
     assert too_few(500, -0.01)  # an estimate below zero is a rare bucket
 
 
-@pytest.mark.parametrize("design", ["uniform", "stratified"])
-def test_the_docs_print_the_function_s_tables(design):
-    assert markdown(coverage_table(design=design)) in DOCS.read_text(encoding="utf-8")
+@pytest.mark.parametrize("make", [coverage_table, lambda: coverage_table(design="stratified"), paired_table])
+def test_the_docs_print_the_function_s_tables(make):
+    assert markdown(make()) in DOCS.read_text(encoding="utf-8")
+
+
+def test_the_paired_difference_covers_with_enough_gold_and_a_shared_judge_narrows_it():
+    shared = simulate_paired(sizes=(50, 300), reps=600, seed=3)
+    assert (shared[shared.n == 300].mc_high >= 0.93).all()
+    assert (shared[(shared.n == 50) & (shared.fixed == 0.02)].ppi_coverage < 0.8).all()
+    assert (shared.width_ratio < 0.7).all()  # the same verdict on an unchanged answer cancels in the difference
+    independent = simulate_paired(sizes=(300,), reps=600, seed=3, errors="independent")
+    assert (independent.width_ratio > shared[shared.n == 300].width_ratio.to_numpy()).all()
+    with pytest.raises(ValueError, match="do not fit"):
+        simulate_paired(changes=((0.5, 0.1),))
+    with pytest.raises(ValueError, match="errors is"):
+        simulate_paired(errors="some")

@@ -11,7 +11,9 @@ the bucket's share of that population, the quantity the tool estimates.
 Two judges: ``uniform`` is right 85% of the time whatever the bucket; ``bucket_dependent``
 misses most of the rare buckets, confuses neighbours, and calls 5% of the common bucket the
 rarest one, as a judge that over-reports one failure would. :func:`coverage_table` runs the
-grid; the table in ``docs/gold-for-a-few.md`` is ``coverage_table(seed=20261205)``.
+grid; the tables in ``docs/gold-for-a-few.md`` are ``coverage_table()`` for both designs and
+``paired_table()`` (:func:`simulate_paired`: two runs on the same questions, PPI on the
+per-question difference), with their default seed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..stats import wilson
-from .ppi import indicator_moments, ppi_from_moments
+from .ppi import indicator_moments, ppi_from_moments, row_moments
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RATES", "BUCKETS", "JUDGES", "SIZES", "simulate", "coverage_table", "SMALL_COUNT", "SMALL_SAMPLE",
-           "too_few", "markdown"]
+__all__ = ["RATES", "BUCKETS", "JUDGES", "SIZES", "CHANGES", "simulate", "simulate_paired", "coverage_table",
+           "paired_table", "SMALL_COUNT", "SMALL_SAMPLE", "too_few", "markdown"]
 
 #: The true share of each simulated bucket; ``other`` takes the rest (13%).
 RATES: tuple[float, ...] = (0.02, 0.05, 0.10, 0.20, 0.50)
@@ -166,6 +168,60 @@ def simulate(judge: str = "uniform", *, design: str = "uniform", sizes: tuple[in
                                        "width_ratio", "judge_bias", "flagged"])
 
 
+#: (share of questions fixed, share broken) of the paired simulation's changes.
+CHANGES: tuple[tuple[float, float], ...] = ((0.10, 0.05), (0.05, 0.02), (0.02, 0.01))
+
+
+def simulate_paired(*, changes: tuple[tuple[float, float], ...] = CHANGES, sizes: tuple[int, ...] = SIZES,
+                    population: int = 5000, reps: int = 1000, right_before: float = 0.6, accuracy: float = 0.85,
+                    errors: str = "shared", seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Coverage of :func:`ragstage.gold.ppi.ppi_paired`'s interval for (fixed − broken) / questions.
+
+    Each draw: every question is right before with probability ``right_before``; the change fixes
+    and breaks the given shares; a judge calls each run's answer right or wrong, right with
+    probability ``accuracy``. ``errors="shared"``: a question whose answer did not change gets the
+    same verdict in both runs (a judge that reads the same answer twice says the same thing);
+    ``"independent"``: the two verdicts err independently (the harder case: the judge's errors do
+    not cancel in the difference). The first ``n`` questions get gold. Columns: ``errors, fixed, broken, n,
+    discordant`` (n × (fixed + broken), the expected flipped questions in the sample),
+    ``ppi_coverage``, ``mc_low``, ``mc_high``, ``gold_coverage`` (the gold-only normal interval of
+    the mean difference, ``lam = 0``), ``ppi_width``, ``gold_width``, ``width_ratio``, ``judge_bias``.
+    """
+    import pandas as pd
+
+    if errors not in ("shared", "independent"):
+        raise ValueError(f"errors is 'shared' or 'independent', got {errors!r}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for fixed, broken in changes:
+        if not (0 <= broken <= right_before and 0 <= fixed <= 1 - right_before):
+            raise ValueError(f"fixed {fixed} and broken {broken} do not fit a right-before share of {right_before}")
+        before = rng.random((reps, population)) < right_before
+        flip = rng.random((reps, population))
+        after = np.where(before, flip >= broken / right_before, flip < fixed / (1 - right_before))
+        judge_before = before ^ (rng.random(before.shape) >= accuracy)
+        judge_after = after ^ (rng.random(after.shape) >= accuracy)
+        if errors == "shared":
+            judge_after = np.where(after == before, judge_before, judge_after)
+        d = after.astype(np.int8) - before.astype(np.int8)
+        dj = judge_after.astype(np.int8) - judge_before.astype(np.int8)
+        truth = d.mean(axis=1)
+        bias = float((dj.mean(axis=1) - truth).mean())
+        for n in sizes:
+            m = row_moments(d[:, :n].astype(float), dj[:, :n].astype(float), dj[:, n:].astype(float))
+            ppi, gold = ppi_from_moments(m, alpha), ppi_from_moments(m, alpha, lam=0.0)
+            covered = (ppi["low"] <= truth) & (truth <= ppi["high"])
+            hits = int(covered.sum())
+            mc_low, mc_high = wilson(hits, reps)
+            ppi_width, gold_width = float((ppi["high"] - ppi["low"]).mean()), float((gold["high"] - gold["low"]).mean())
+            rows.append((errors, fixed, broken, n, n * (fixed + broken), hits / reps, mc_low, mc_high,
+                         float(((gold["low"] <= truth) & (truth <= gold["high"])).mean()), ppi_width, gold_width,
+                         ppi_width / gold_width, bias))
+    return pd.DataFrame(rows, columns=["errors", "fixed", "broken", "n", "discordant", "ppi_coverage", "mc_low",
+                                       "mc_high", "gold_coverage", "ppi_width", "gold_width", "width_ratio",
+                                       "judge_bias"])
+
+
 def coverage_table(*, design: str = "uniform", reps: int = 2000, seed: int = 20261205, population: int = 5000,
                    sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
     """:func:`simulate` for both judges, one table (the docs print both designs', with this seed)."""
@@ -175,14 +231,40 @@ def coverage_table(*, design: str = "uniform", reps: int = 2000, seed: int = 202
                       for i, j in enumerate(JUDGES)], ignore_index=True)
 
 
+def paired_table(*, reps: int = 1000, seed: int = 20261205, population: int = 5000,
+                 sizes: tuple[int, ...] = SIZES) -> pd.DataFrame:
+    """:func:`simulate_paired` with shared and with independent judge errors (the docs' table, with this seed)."""
+    import pandas as pd
+
+    return pd.concat([simulate_paired(errors=e, sizes=sizes, population=population, reps=reps, seed=seed + i)
+                      for i, e in enumerate(("shared", "independent"))], ignore_index=True)
+
+
+#: The columns of the docs' tables: (header, alignment, how a row prints it); the coverage cell is
+#: bold below 93%.
+_COVERAGE = ("PPI++ coverage (simulation's 95%)", "---",
+             lambda r: ("**{:.3f}**" if r.ppi_coverage < 0.93 else "{:.3f}").format(r.ppi_coverage)
+             + f" ({r.mc_low:.3f}–{r.mc_high:.3f})")
+_BUCKET_COLUMNS = (("judge", "---", lambda r: r.judge), ("rate", "---:", lambda r: f"{r.rate:.0%}"),
+                   ("gold n", "---:", lambda r: str(r.n)), ("n × rate", "---:", lambda r: f"{r.expected_count:g}"),
+                   _COVERAGE, ("Wilson coverage", "---:", lambda r: f"{r.wilson_coverage:.3f}"),
+                   ("PPI++ width", "---:", lambda r: f"{r.ppi_width:.3f}"),
+                   ("Wilson width", "---:", lambda r: f"{r.wilson_width:.3f}"),
+                   ("PPI/Wilson", "---:", lambda r: f"{r.width_ratio:.2f}"),
+                   ("flagged", "---:", lambda r: f"{r.flagged:.0%}"))
+_PAIRED_COLUMNS = (("judge's errors", "---", lambda r: r.errors), ("fixed", "---:", lambda r: f"{r.fixed:.0%}"),
+                   ("broken", "---:", lambda r: f"{r.broken:.0%}"), ("gold n", "---:", lambda r: str(r.n)),
+                   ("flipped in the sample", "---:", lambda r: f"{r.discordant:g}"), _COVERAGE,
+                   ("gold-only coverage", "---:", lambda r: f"{r.gold_coverage:.3f}"),
+                   ("PPI++ width", "---:", lambda r: f"{r.ppi_width:.3f}"),
+                   ("gold-only width", "---:", lambda r: f"{r.gold_width:.3f}"),
+                   ("PPI/gold-only", "---:", lambda r: f"{r.width_ratio:.2f}"))
+
+
 def markdown(table: pd.DataFrame) -> str:
-    """The table as Markdown, the way ``docs/gold-for-a-few.md`` prints it (a test regenerates and compares)."""
-    lines = ["| judge | rate | gold n | n × rate | PPI++ coverage (simulation's 95%) | Wilson coverage "
-             "| PPI++ width | Wilson width | PPI/Wilson | flagged |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
-    for r in table.itertuples():
-        mark = "**" if r.ppi_coverage < 0.93 else ""
-        lines.append(f"| {r.judge} | {r.rate:.0%} | {r.n} | {r.expected_count:g} | {mark}{r.ppi_coverage:.3f}{mark} "
-                     f"({r.mc_low:.3f}–{r.mc_high:.3f}) | {r.wilson_coverage:.3f} | {r.ppi_width:.3f} "
-                     f"| {r.wilson_width:.3f} | {r.width_ratio:.2f} | {r.flagged:.0%} |")
+    """A table of :func:`simulate` or :func:`simulate_paired` as Markdown, the way
+    ``docs/gold-for-a-few.md`` prints it (a test regenerates and compares)."""
+    columns = _PAIRED_COLUMNS if "fixed" in table.columns else _BUCKET_COLUMNS
+    lines = ["| " + " | ".join(c[0] for c in columns) + " |", "|" + "|".join(c[1] for c in columns) + "|"]
+    lines += ["| " + " | ".join(c[2](r) for c in columns) + " |" for r in table.itertuples()]
     return "\n".join(lines) + "\n"

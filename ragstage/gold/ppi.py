@@ -32,6 +32,7 @@ __all__ = [
     "Moments",
     "PPIEstimate",
     "moments",
+    "row_moments",
     "indicator_moments",
     "ppi_from_moments",
     "ppi_mean",
@@ -105,9 +106,18 @@ def moments(y: Sequence[float], yhat: Sequence[float], yhat_unlabeled: Sequence[
         raise ValueError(f"a gold sample needs at least 2 labelled requests, got {len(y)}")
     if len(u) < 1:
         raise ValueError("no request outside the gold sample: with gold for all, use the gold rate itself")
-    dy, dh, du = y - y.mean(), h - h.mean(), u - u.mean()
-    return Moments(len(y), len(u), y.mean(), h.mean(), np.mean(dy * dy), np.mean(dh * dh), np.mean(dy * dh),
-                   u.mean(), np.mean(du * du))
+    return row_moments(y, h, u)
+
+
+def row_moments(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> Moments:
+    """:func:`moments` along the last axis, unchecked: one row per simulated draw (or one 1-D sample)."""
+    def centred(x: np.ndarray) -> np.ndarray:
+        return x - x.mean(axis=-1, keepdims=True)
+
+    dy, dh, du = centred(y), centred(yhat), centred(yhat_unlabeled)
+    return Moments(y.shape[-1], yhat_unlabeled.shape[-1], y.mean(axis=-1), yhat.mean(axis=-1),
+                   np.mean(dy * dy, axis=-1), np.mean(dh * dh, axis=-1), np.mean(dy * dh, axis=-1),
+                   yhat_unlabeled.mean(axis=-1), np.mean(du * du, axis=-1))
 
 
 def indicator_moments(both: Any, gold_only: Any, judge_only: Any, neither: Any, judge_outside: Any,
