@@ -213,3 +213,17 @@ def test_gold_needed_gives_the_half_width_in_a_simulation():
     widths = ppi_from_moments(m)["se"] * 1.959963984540054
     assert abs(widths.mean() - half) < 0.05 * half
     assert gold_needed(0.5, 0.01, 100, 0.9) is None  # not even gold for all would do
+
+
+@pytest.mark.parametrize("rate,sens,fpr,rho,with_judge,gold_only", [
+    (0.05, 0.9, 0.02, 0.78, 81, 203), (0.10, 0.8, 0.05, 0.68, 214, 385), (0.20, 0.8, 0.05, 0.75, 324, 683),
+    (0.50, 0.6, 0.10, 0.52, 823, 1068)])
+def test_the_docs_planning_table(rate, sens, fpr, rho, with_judge, gold_only):
+    """The rows of the planning table in docs/gold-for-a-few.md (±0.03 on 5,000 requests)."""
+    from pathlib import Path
+
+    r = indicator_correlation(rate, sens, fpr)
+    assert round(r, 2) == rho
+    assert (gold_needed(rate, 0.03, 5000, r), gold_needed(rate, 0.03, 5000, 0.0)) == (with_judge, gold_only)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "gold-for-a-few.md").read_text(encoding="utf-8")
+    assert f"| {rate:.0%} | {sens}, {fpr:.2f} | {rho:.2f} | {with_judge} | {gold_only:,} |" in docs
