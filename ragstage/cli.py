@@ -50,7 +50,7 @@ def _numeric(text: str) -> bool:
 
 def _attribute(args: argparse.Namespace) -> int:
     if args.gold_sample or args.sample:
-        from .gold.estimate import gold_attribute
+        from .ppi.estimate import gold_attribute
 
         return gold_attribute(args)
     by = None if args.by in ("", "none") else args.by
@@ -189,7 +189,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     attribute.add_argument("--sample", metavar="SAMPLE", help="the sample file of `ragstage sample`")
     attribute.set_defaults(func=_attribute)
 
-    from .gold.sample import add_sample_parser
+    from .ppi.sample import add_sample_parser
 
     add_sample_parser(sub)
 

@@ -5,7 +5,7 @@ Each draw builds a population of requests whose true buckets follow :data:`RATES
 and the rest in ``other``), lets a judge with a set confusion matrix label every one, takes
 the first ``n`` requests as the gold sample (the requests are independent draws, so the first
 ``n`` are a uniform random sample of them) and builds, for every bucket, the PPI++ interval of
-:mod:`ragstage.gold.ppi` and the gold-only Wilson interval of the same ``n``. The target is
+:mod:`ragstage.ppi.means` and the gold-only Wilson interval of the same ``n``. The target is
 the bucket's share of that population, the quantity the tool estimates.
 
 Two judges: ``uniform`` is right 85% of the time whatever the bucket; ``bucket_dependent``
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..stats import wilson
-from .ppi import indicator_moments, ppi_from_moments, row_moments
+from .means import indicator_moments, ppi_from_moments, row_moments
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,7 +89,7 @@ def _stratified_design(said: np.ndarray, n: int, population: int) -> list[tuple[
 
 
 def _stratified_interval(y: np.ndarray, design: list, population: int, z: float) -> dict[str, np.ndarray]:
-    """:func:`ragstage.gold.ppi.stratified_mean` over every draw at once."""
+    """:func:`ragstage.ppi.means.stratified_mean` over every draw at once."""
     estimate = np.zeros(len(y))
     variance = np.zeros(len(y))
     for drawn, n_h, size in design:
@@ -175,7 +175,7 @@ CHANGES: tuple[tuple[float, float], ...] = ((0.10, 0.05), (0.05, 0.02), (0.02, 0
 def simulate_paired(*, changes: tuple[tuple[float, float], ...] = CHANGES, sizes: tuple[int, ...] = SIZES,
                     population: int = 5000, reps: int = 1000, right_before: float = 0.6, accuracy: float = 0.85,
                     errors: str = "shared", seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Coverage of :func:`ragstage.gold.ppi.ppi_paired`'s interval for (fixed − broken) / questions.
+    """Coverage of :func:`ragstage.ppi.means.ppi_paired`'s interval for (fixed − broken) / questions.
 
     Each draw: every question is right before with probability ``right_before``; the change fixes
     and breaks the given shares; a judge calls each run's answer right or wrong, right with

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragstage.gold.coverage import (
+from ragstage.ppi.coverage import (
     SMALL_COUNT,
     SMALL_SAMPLE,
     coverage_table,

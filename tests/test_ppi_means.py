@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstage.gold.ppi import (
+from ragstage.ppi.means import (
     gold_needed,
     indicator_correlation,
     indicator_moments,

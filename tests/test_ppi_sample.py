@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstage.gold.estimate import estimate_buckets, pair
-from ragstage.gold.ppi import ppi_mean
-from ragstage.gold.sample import Request, allocate, draw, ids_digest, read_sample, write_sample
+from ragstage.ppi.estimate import estimate_buckets, pair
+from ragstage.ppi.means import ppi_mean
+from ragstage.ppi.sample import Request, allocate, draw, ids_digest, read_sample, write_sample
 
 
 @settings(max_examples=300, deadline=None)
@@ -130,7 +130,7 @@ def test_every_bucket_row_is_ppi_py_on_that_bucket_s_indicator(data):
         h = np.array([r.bucket == row.stage for r in inside], float)
         u = np.array([r.bucket == row.stage for r in outside], float)
         if np.var(np.concatenate([h, u])) == 0:
-            continue  # ppi_py's NaN: tests/test_gold_ppi.py covers the constant judge
+            continue  # ppi_py's NaN: tests/test_ppi_means.py covers the constant judge
         point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, h, u)))
         low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(y, h, u, alpha=0.05))
         assert abs(row.estimate - point) <= 1e-9

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragstage import Trace, read_traces, write_traces
-from ragstage.gold.ppi import stratified_mean
+from ragstage.ppi.means import stratified_mean
 from ragstage.stats import wilson
 
 #: The gold id that puts a trace of the shape below in each bucket (retrieved a-d, reranked a-c,

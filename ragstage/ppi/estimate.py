@@ -9,14 +9,14 @@ exactly the drawn requests, each with a gold label. Then, per bucket:
 * the judge-only rate (every request, the judge's buckets): biased by the judge's errors;
 * the gold-only Wilson interval on the sample (uniform samples only: a stratified sample
   over-represents rare buckets, so its raw share is not a rate of the requests);
-* the PPI++ estimate and its 95% interval (:func:`ragstage.gold.ppi.ppi_mean` on the bucket's
+* the PPI++ estimate and its 95% interval (:func:`ragstage.ppi.means.ppi_mean` on the bucket's
   indicator, the judge's labels outside the sample as the unlabelled part), or, for a sample
-  stratified by silver bucket, the stratified estimate (:func:`ragstage.gold.ppi.stratified_mean`:
+  stratified by silver bucket, the stratified estimate (:func:`ragstage.ppi.means.stratified_mean`:
   the strata are the judge's buckets, so PPI inside each is its gold mean, weighted by the
   stratum's share of the requests).
 
 Printed intervals are clipped to [0, 1]. An interval in the region where the coverage
-simulation fell below 93% (:func:`ragstage.gold.coverage.too_few`) carries a warning.
+simulation fell below 93% (:func:`ragstage.ppi.coverage.too_few`) carries a warning.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..attribution import BUCKETS
 from ..stats import wilson
 from .agreement import Confusion, confusion
 from .coverage import SMALL_COUNT, SMALL_SAMPLE, too_few
-from .ppi import PPIEstimate, joint_intervals, ppi_mean, stratified_mean
+from .means import PPIEstimate, joint_intervals, ppi_mean, stratified_mean
 from .sample import Request, Sample, ids_digest, read_requests, read_sample
 
 __all__ = ["BucketEstimate", "GoldEstimate", "pair", "estimate_buckets", "gold_attribute"]
@@ -140,7 +140,7 @@ def estimate_buckets(silver: Sequence[Request], gold_bucket: dict[str, str], sam
                      joint: bool = False) -> GoldEstimate:
     """Per bucket, the judge-only rate, the gold-only Wilson interval and the PPI++ (or stratified)
     estimate; ``joint=True`` widens every interval so that all hold together (Bonferroni, the
-    intervals of Holm's procedure: :func:`ragstage.gold.ppi.joint_intervals`)."""
+    intervals of Holm's procedure: :func:`ragstage.ppi.means.joint_intervals`)."""
     drawn = set(sample.query_ids)
     inside = [r for r in silver if r.query_id in drawn]
     outside = [r for r in silver if r.query_id not in drawn]

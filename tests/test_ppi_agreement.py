@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.attribution import BUCKETS
-from ragstage.gold.agreement import confusion
+from ragstage.ppi.agreement import confusion
 
 few = st.sampled_from(["retrieval", "reranking", "generation", "none"])
 

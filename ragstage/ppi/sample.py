@@ -3,7 +3,7 @@
 A prediction-powered estimate is only as good as the randomness of its gold sample: a
 hand-picked set (the requests someone found interesting) carries its own bias that nothing
 corrects. So the draw is seeded and written down (:func:`draw`, :func:`write_sample`), together
-with a digest of the requests it was drawn from, and the estimate (:mod:`ragstage.gold.estimate`)
+with a digest of the requests it was drawn from, and the estimate (:mod:`ragstage.ppi.estimate`)
 refuses gold rows that are not the drawn ones and a sample drawn from other traces.
 
 The sample file is a JSON object: ``format``, ``seed``, ``n``, ``population`` (requests drawn

@@ -13,7 +13,7 @@ estimate's variance (``cov(gold, judge) / ((1 + n/N) var(judge))``, clipped to [
 useless judge costs nothing and a good one narrows the interval. The interval is the normal
 approximation ``estimate ± z·se``: it is what :func:`ppi_py.ppi_mean_ci` computes with
 ``lam=None``, and the tests hold this module to it within 1e-9. Normal intervals fail for rare
-outcomes and small samples; :mod:`ragstage.gold.coverage` measures where.
+outcomes and small samples; :mod:`ragstage.ppi.coverage` measures where.
 
 Everything is computed from a few moments (:class:`Moments`), so one formula serves a single
 estimate and a simulation of many thousands (arrays of moments, one row per draw).
