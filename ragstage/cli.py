@@ -1,4 +1,5 @@
-"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``run``, ``ingest`` and ``doctor``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``
+and ``doctor``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
 and one line naming the file, the line and the field: never a traceback. ``compare --gate``
@@ -48,6 +49,10 @@ def _numeric(text: str) -> bool:
 
 
 def _attribute(args: argparse.Namespace) -> int:
+    if args.gold_sample or args.sample:
+        from .ppi.estimate import gold_attribute
+
+        return gold_attribute(args)
     by = None if args.by in ("", "none") else args.by
     tally = count_files(args.files, by=by, require=args.require, workers=args.workers)
     if args.flags:
@@ -158,7 +163,7 @@ def _count(text: str) -> int:
 
 
 #: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
-_LIGHT = ("attribute", "compare", "report", "convert")
+_LIGHT = ("attribute", "compare", "report", "convert", "sample")
 _HEAVY = ("run", "ingest", "doctor")
 
 
@@ -179,7 +184,14 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     attribute.add_argument("--workers", type=int, default=None, help="processes to use (default: all cores)")
     attribute.add_argument("--flags", action="store_true",
                            help="count the answers' flags (fabricated_citation, numeric_unmarked) instead of buckets")
+    attribute.add_argument("--gold-sample", metavar="GOLD_TRACES",
+                           help="gold-labelled traces of the sampled requests: PPI++ rates (with --sample)")
+    attribute.add_argument("--sample", metavar="SAMPLE", help="the sample file of `ragstage sample`")
     attribute.set_defaults(func=_attribute)
+
+    from .ppi.sample import add_sample_parser
+
+    add_sample_parser(sub)
 
     comp = sub.add_parser("compare", help="paired comparison of two runs on the same questions")
     comp.add_argument("before", metavar="BEFORE")
