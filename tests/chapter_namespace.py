@@ -82,3 +82,21 @@ def run_solution(chapter: Chapter, solution: str, label: str) -> Any:
     if "result" not in namespace:
         raise AssertionError(f"solution {label} does not bind `result`")
     return namespace["result"]
+
+
+_SHARED: dict[str, Chapter] = {}
+
+
+def shared_chapter(name: str) -> Chapter:
+    """``run_chapter(name)``, reused while the next caller asks for the same chapter.
+
+    Every chapter runs in the one IPython shell's ``__main__`` namespace, so running another
+    chapter overwrites the names of the last (chapter 6's ``pairs`` is not chapter 2's): only
+    the chapter run last is kept, and asking for another runs that one afresh.
+    """
+    if name not in _SHARED:
+        import tempfile
+
+        _SHARED.clear()
+        _SHARED[name] = run_chapter(name, Path(tempfile.mkdtemp(prefix=f"ragstage-{Path(name).stem}-")))
+    return _SHARED[name]

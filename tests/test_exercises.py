@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from chapter_namespace import NOTEBOOKS, run_chapter, run_solution
+from chapter_namespace import NOTEBOOKS, run_solution, shared_chapter
 
 from ragstage import exercises as ex_pkg
 from ragstage.exercises import CheckResult, Exercise, Expect, check, exercise, exercises
@@ -73,6 +73,51 @@ def test_getter_errors_are_reported_not_raised():
 ])
 def test_matching_rounds_floats_to_the_printed_places(got, want, same):
     assert Expect("x", want, "h").matches(got) is same
+
+
+EDITED = Exercise(id="9.2", title="toy edit", submit="a mapping", solution="result = {}", kind="",
+                  expects=(Expect("retention", 1.0, "d2 is not in the prompt yet: edit the prompt", edit=True),
+                           Expect("stage", "generation", "look at what the answer names",
+                                  why=lambda got: "by=None pools the groups" if got == "all" else None)))
+
+
+def test_a_missing_edit_gets_the_edit_hint_alone():
+    outcome = evaluate(EDITED, {"retention": 0.0, "stage": "prompt_assembly"})
+    assert outcome.problems == ("retention is 0.000: d2 is not in the prompt yet: edit the prompt",)
+    outcome = evaluate(EDITED, {"retention": 1.0, "stage": "prompt_assembly"})
+    assert outcome.problems == ("stage is 'prompt_assembly': look at what the answer names",)
+
+
+def test_a_recognised_wrong_value_gets_its_own_hint():
+    assert evaluate(EDITED, {"retention": 1.0, "stage": "all"}).problems == (
+        "stage is 'all': by=None pools the groups",)
+
+
+@pytest.mark.parametrize(("kind", "result", "slip"), [
+    ("bucket", "prompt assembly", "'prompt assembly' is not a bucket name: the buckets are endpoint_unavailable"),
+    ("bucket", 3, "an int, not a bucket name"),
+    ("number", "897", "'897' is a string, not a number"),
+    ("number", [897], "a list, not a number"),
+    ("table", {"stage": ["none"], "count": [2]}, "a dict of lists, not a table: pass the DataFrame itself"),
+    ("table", __import__("collections").Counter(none=2), "a Counter, not a table"),
+    ("traces", __import__("collections").Counter(none=2), "a Counter, not the traces"),
+    ("ids", "1, 2", "a str, not a list of query ids"),
+])
+def test_a_result_of_another_kind_gets_the_slip_named_first(kind, result, slip):
+    toy = Exercise(id="9.3", title="toy", submit="x", solution="result = 1", kind=kind,
+                   expects=(Expect("value", 1, "a reasoning hint"),))
+    outcome = evaluate(toy, result)
+    assert len(outcome.problems) == 1 and slip in outcome.problems[0], outcome.problems
+    assert "a reasoning hint" not in str(outcome)
+
+
+def test_a_value_rounded_to_the_stated_precision_is_right_and_shown_with_its_digits():
+    toy = Exercise(id="9.4", title="toy", submit="p", solution="result = 1", kind="number",
+                   expects=(Expect("value", 0.000431, "pass the published counts", places=4),))
+    assert evaluate(toy, 0.0004).ok and evaluate(toy, 0.000431).ok and evaluate(toy, round(0.000431, 4)).ok
+    assert evaluate(toy, 0.0006).problems == ("value is 0.0006: pass the published counts",)
+    assert evaluate(toy, 0.00001).problems == ("value is 1e-05: pass the published counts",)
+    assert evaluate(toy, 1.0).problems == ("value is 1.000: pass the published counts",)
 
 
 def test_unknown_ids_raise_clearly():
@@ -155,14 +200,8 @@ def test_solutions_notebook_stores_a_right_self_check_for_every_exercise(chapter
 
 # -- every solution, from its chapter's namespace -----------------------------------------------
 @pytest.fixture(scope="module")
-def namespaces(tmp_path_factory):
-    cache: dict[int, dict] = {}
-
-    def get(chapter: int) -> dict:
-        if chapter not in cache:
-            cache[chapter] = run_chapter(ex_pkg.notebook(chapter), tmp_path_factory.mktemp(f"ch{chapter}"))
-        return cache[chapter]
-    return get
+def namespaces():
+    return lambda chapter: shared_chapter(ex_pkg.notebook(chapter))
 
 
 @pytest.mark.parametrize("ex", ALL, ids=[e.id for e in ALL])
@@ -174,3 +213,47 @@ def test_solution_passes_its_self_check_in_the_chapter_namespace(ex, namespaces)
     # the cell of the solutions notebook is the same code plus its check
     with chapter.kernel() as namespace:
         exec(compile(solution_cell(ex.id, ex.solution), f"<cell {ex.id}>", "exec"), namespace)
+
+
+# -- the solutions teach ------------------------------------------------------------------------
+def _forms(value) -> set[str]:
+    if isinstance(value, bool):
+        return set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_forms(v) for v in value)) if value else set()
+    if isinstance(value, float):
+        return {f"{value:g}", f"{value:.1f}", f"{value:.2f}", f"{value:.3f}"}
+    return {str(value)}
+
+
+@pytest.mark.parametrize("ex", ALL, ids=[e.id for e in ALL])
+def test_every_solution_states_its_value_and_why_in_two_to_four_sentences(ex):
+    sentences = [s for s in re.split(r"(?<=[.!?:)])\s+(?=[A-Z0-9`*])", ex.why.strip()) if s]
+    assert 2 <= len(sentences) <= 5, f"{ex.id}: the why has {len(sentences)} sentences: {ex.why!r}"
+    forms = set().union(*(_forms(e.value) for e in ex.expects))
+    assert not forms or any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w])", ex.why) for f in forms), (
+        f"{ex.id}: the why states none of the values {sorted(forms)}")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_solutions_notebook_shows_the_why_after_each_solution(chapter):
+    cells = solutions_notebook(chapter).cells
+    for ex in exercises(chapter):
+        (at,) = [i for i, c in enumerate(cells) if c.cell_type == "code" and f"check({ex.id!r}, result)" in c.source]
+        assert cells[at + 1].cell_type == "markdown" and ex.why in cells[at + 1].source
+
+
+def test_the_hand_trace_is_solved_by_reading_the_lists_not_by_the_walk():
+    assert "walk(" not in exercise("1.1").solution and "diagnose(" not in exercise("1.1").solution
+
+
+def test_no_chapter_code_quotes_the_sentence_exercise_7_7_asks_for():
+    from ragstage.exercises.ch07 import _ZINC_FIRST, _ZINC_LAST, _document
+
+    text = _document("1042")
+    sentence = text[text.index(_ZINC_FIRST):text.index(_ZINC_LAST) + len(_ZINC_LAST)]
+    pieces = {sentence[i:i + 30] for i in range(len(sentence) - 29)}
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for source in _code(path):
+            found = [p for p in pieces if p in source]
+            assert not found, f"{path.name} quotes the answer of exercise 7.7: {found[0]!r}"

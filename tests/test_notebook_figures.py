@@ -45,6 +45,29 @@ def test_every_chapter_has_a_figure(path):
     assert figure_cells(path), f"{path.name} has no code cell tagged {TAG!r}"
 
 
+def untagged_images(path: Path) -> list[str]:
+    """Code cells not tagged ``figure`` that hold an image: a figure nobody asked the reader to look at."""
+    nb = nbformat.read(path, as_version=4)
+    return [f"cell {i}: {c.source.splitlines()[0] if c.source else ''}" for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and TAG not in c.metadata.get("tags", []) and has_png(c)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_only_figure_cells_show_an_image(path):
+    assert not (bad := untagged_images(path)), f"{path.name}: images in cells not tagged {TAG!r}: {bad}"
+
+
+def test_an_unasked_figure_is_caught(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("write_comparison(a, b, out)")
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data=png)]
+    nb.cells = [cell]
+    path = tmp_path / "unasked.ipynb"
+    nbformat.write(nb, path)
+    assert untagged_images(path) == ["cell 0: write_comparison(a, b, out)"]
+
+
 def test_a_lost_figure_is_caught(tmp_path):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("stage_bars(table)\nprint('done')", metadata={"tags": [TAG]})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core import Exercise, Expect
+from ._core import Exercise, Expect, explained
 
 NOTEBOOK = "04_five_stages_and_oracles.ipynb"
 
@@ -48,6 +48,7 @@ EXERCISES = (
         submit="edited_qu, the copy of qu with one query_ok changed",
         solution=('edited_qu = [t.replace(query_ok=True) if t.query_id == "qu-1" else t for t in qu]\n'
                   "result = edited_qu"),
+        kind="traces",
         expects=(
             Expect("qu-1's bucket", "retrieval",
                    "qu-1 is the rewrite that dropped 'parental leave': judge it as if nobody had noticed, "
@@ -70,6 +71,7 @@ EXERCISES = (
         solution=('rates = {**systems["readings"]["loss upstream"], "retrieval": 1.0}\n'
                   'perfect = measure_table({"loss upstream": rates})\n'
                   "result = perfect"),
+        kind="table",
         expects=(
             Expect("retrieved-context sufficiency (k of 1000)", 902,
                    "the stage to change is the first one after query understanding; set it so it never loses",
@@ -89,6 +91,7 @@ EXERCISES = (
         solution=('rates = {**systems["readings"]["loss upstream"], "generation": 0.74}\n'
                   'ceiling = measure_table({"loss upstream": rates})\n'
                   "result = ceiling"),
+        kind="table",
         expects=(
             Expect("gold-context oracle (k of 1000)", 741,
                    "the oracle measures the generator alone: set the generation rate of 'loss upstream' "
@@ -133,3 +136,22 @@ EXERCISES = (
         ),
     ),
 )
+
+# The value each solution produces, and why: shown under the solution in the solutions notebook.
+WHY = {
+    '4.1': ('qu-1 lands in `retrieval`; query understanding reads 2 of 3 and retrieval 2 of 3. A bad rewrite '
+            'judged right passes query understanding, and the term it dropped then makes retrieval miss the gold: '
+            'the loss shows up one stage late, as a retrieval failure.'),
+    '4.2': ('Sufficiency rises to 902 of 1000 and end to end to 861; the oracle stays at 952. With a perfect '
+            'retriever only reranking and assembly (0.95 × 0.95 ≈ 0.90) lose evidence before generation, and the '
+            'oracle, which hands the generator the gold passage, never sees the retriever.'),
+    '4.3': ('The oracle falls to 741 and end to end to 525; sufficiency stays at 713. The oracle and the '
+            'end-to-end score both run the generator, so a weaker one lowers both; sufficiency stops before '
+            'generation.'),
+    '4.4': ("Only `wrong_passage` is left among the specific-rare questions' generation failures. The kinds "
+            "weights decide how the simulation draws each failure's kind, so all the weight on one kind makes "
+            'every failure that kind: the split reads back what the simulation was told.'),
+    '4.5': ("n = 4000 and the intervals are about half as wide (ratio 0.5). A Wilson interval's width shrinks "
+            'with the square root of n: four times the questions halves it.'),
+}
+EXERCISES = explained(EXERCISES, WHY)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core import Exercise, Expect
+from ._core import Exercise, Expect, explained
 
 NOTEBOOK = "05_scifact_run.ipynb"
 
@@ -87,3 +87,17 @@ EXERCISES = (
         ),
     ),
 )
+
+# The value each solution produces, and why: shown under the solution in the solutions notebook.
+WHY = {
+    '5.1': ('2 claims move from `prompt_assembly` to `generation`, none stays in `prompt_assembly`, and nothing '
+            'is fixed or broken. With twice the budget every relevant abstract reaches the prompt, but the '
+            'stand-in still answers those claims wrong: the loss moves down a stage and the score does not '
+            'change.'),
+    '5.2': ('top = 1 loses claim 5. Offering fewer abstracts loses a claim only when another abstract is ranked '
+            'above its relevant one; on the mini corpus claim 5 alone has such a sibling ranked first.'),
+    '5.3': ('The revised prompt fixed 0 claims, broke 0 and got 8 right, as before. The stand-in never answers '
+            'NONE and keeps naming the adult trial for claim 13, so on this run a prompt change has nothing to '
+            'move: only the paired counts show that it moved nothing, rather than moving claims both ways.'),
+}
+EXERCISES = explained(EXERCISES, WHY)

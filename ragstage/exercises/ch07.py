@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._core import Exercise, Expect
+from ._core import Exercise, Expect, explained
 
 NOTEBOOK = "07_your_own_system.ipynb"
 
@@ -26,6 +26,24 @@ def _buckets(traces: Any) -> dict[str, int]:
     if not traces or not all(hasattr(t, "query_id") for t in traces):
         raise ValueError("pass the list of traces the ingest returned (.traces)")
     return dict(Counter(diagnose(t).stage.value for t in traces))
+
+
+def _q12_label(result: Any) -> dict[str, Any]:
+    """q12's record in the edited labels file of ``(labels, traces)``."""
+    import json
+    from pathlib import Path
+
+    labels, _ = result
+    for line in Path(labels).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("query_id") == "q12":
+            return record
+    raise ValueError(f"no label of q12 in {labels}")
+
+
+def _traces_of(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``read`` applied to the traces of ``(labels, traces)``."""
+    return lambda result: read(result[1])
 
 
 def _count(bucket: str) -> Callable[[Any], int]:
@@ -82,6 +100,7 @@ EXERCISES = (
         title="Lift the budget",
         submit="the traces of a run with budget=None (ingest_openinference(...).traces)",
         solution=_rerun("replace(BASE, budget=None)", "exercise1") + "result = traces",
+        kind="traces",
         expects=(
             Expect("prompt_assembly losses", 1, "set budget=None in the settings: no chunk is left out any more, "
                    "but a gold span only partly in the prompt is still assembly's loss (read its reason)",
@@ -96,6 +115,7 @@ EXERCISES = (
         title="Retrieve fewer chunks",
         submit="the traces of a run with k=2",
         solution=_rerun("replace(BASE, k=2)", "exercise2") + "result = traces",
+        kind="traces",
         expects=(
             Expect("retrieval losses", 6, "set k=2 in the settings: fewer chunks, more gold never retrieved",
                    get=_count("retrieval")),
@@ -108,13 +128,21 @@ EXERCISES = (
     Exercise(
         id="7.3",
         title="Coarsen a label",
-        submit="the traces of the first run's spans ingested with q12's label naming document 1033",
+        submit="(labels, traces): the edited labels file, and the first run's spans ingested with it",
         solution=('labels = edited_labels("q12", gold=["1033"], gold_spans=None)\n'
-                  "result = ingest_openinference(before_spans, labels=labels, judge=judge_contains).traces"),
+                  "traces = ingest_openinference(before_spans, labels=labels, judge=judge_contains).traces\n"
+                  "result = (labels, traces)"),
         expects=(
+            Expect("q12's label names document 1033", True, "q12's label does not name the document yet: "
+                   "give edited_labels the document label (gold=[...])", edit=True,
+                   get=lambda result: "1033" in _q12_label(result).get("gold", [])),
+            Expect("q12's label keeps a span", False, "q12's label still holds its span beside the document: "
+                   "remove it (gold_spans=None), so the document alone is the gold", edit=True,
+                   get=lambda result: bool(_q12_label(result).get("gold_spans"))),
             Expect("q12's bucket", "generation", "ingest the spans with the edited labels file, "
-                   "and make the label name the whole document (gold) instead of the span", get=_stage_of("q12")),
-            Expect("prompt_assembly losses", 2, "edit only q12's label", get=_count("prompt_assembly")),
+                   "and make the label name the whole document (gold) instead of the span",
+                   get=_traces_of(_stage_of("q12"))),
+            Expect("prompt_assembly losses", 2, "edit only q12's label", get=_traces_of(_count("prompt_assembly"))),
         ),
     ),
     Exercise(
@@ -123,6 +151,7 @@ EXERCISES = (
         submit="the traces of the first run's spans ingested with q07's gold_spans removed",
         solution=('labels = edited_labels("q07", gold_spans=None)\n'
                   "result = ingest_openinference(before_spans, labels=labels, judge=judge_contains).traces"),
+        kind="traces",
         expects=(
             Expect("q07's bucket", "label_missing", "remove the gold_spans key of q07 (gold_spans=None) "
                    "and ingest with the edited labels", get=_stage_of("q07")),
@@ -146,6 +175,7 @@ EXERCISES = (
         title="A stricter reranker",
         submit="the traces of a run with k=10 and rerank_top=2",
         solution=_rerun("replace(BASE, k=10, rerank_top=2)", "exercise6") + "result = traces",
+        kind="traces",
         expects=(
             Expect("reranking losses", 5, "keep 2 of 10 retrieved chunks (rerank_top=2, k=10)",
                    get=_count("reranking")),
@@ -167,7 +197,8 @@ EXERCISES = (
                    "in adults), words of the one sentence that answers the question", get=_in_zinc_sentence),
             Expect("span holds the reference", True, "the quote must contain the reference answer, the percentage "
                    "by which colds were shortened", get=_holds_reference),
-            Expect("reference", "33%", "pass reference= with the short answer a judge looks for"),
+            Expect("reference", "33%", "pass reference= with the short answer a judge looks for",
+                   get=lambda label: label.get("reference")),
         ),
     ),
     Exercise(
@@ -185,3 +216,30 @@ EXERCISES = (
         ),
     ),
 )
+
+# The value each solution produces, and why: shown under the solution in the solutions notebook.
+WHY = {
+    '7.1': ('`prompt_assembly` falls to 1, `generation` rises to 13, and 20 answers are right. Without a budget '
+            'the chunks the budget used to cut reach the prompt, and those questions land in generation, not in '
+            '`none`; the one assembly loss left is a gold span the prompt holds only in part.'),
+    '7.2': ('6 retrieval losses, 1 assembly loss, 20 right. Fewer chunks retrieved leaves more gold never '
+            'retrieved; two short chunks always fit the budget, so only a gold span cut across chunks stays in '
+            'assembly.'),
+    '7.3': ('q12 moves to `generation`, and `prompt_assembly` falls to 2. With the whole document as gold, any '
+            "chunk of 1033 in the prompt counts as evidence, so the loss that was assembly's (the span never "
+            "reached the prompt) becomes the model's: a coarse label moves the blame downstream."),
+    '7.4': ('q07 becomes `label_missing`, and all 36 requests are still traces. Without gold the walk has nothing '
+            "to follow, so the question leaves every stage's denominator instead of counting as a loss."),
+    '7.5': ('5 fixed, 1 broken, exact McNemar p = 0.219. A net gain of 4 from 6 flipped questions is not evidence '
+            "of an improvement on 36 questions; chapter 2's planning says how many it would take."),
+    '7.6': ('5 reranking losses, 7 generation losses, 21 right. Keeping 2 of 10 chunks cuts some gold at the '
+            'reranker, and the shorter prompts give the model fewer distractor sentences: one change moved losses '
+            'both ways, which the paired comparison would show claim by claim.'),
+    '7.7': ('A span inside the sentence of document 1042 that answers the question, holding the reference `33%`. '
+            'A document id with character offsets survives every re-chunking, and a reference inside the quote '
+            'makes the judge and the attribution read the same evidence.'),
+    '7.8': ('The strict judge agrees with the exact rule on all 36 questions (kappa 1.0), and none is right for '
+            'the judge alone. Requiring every word of the reference, numbers and units alike, removes the lenient '
+            "judge's false rights: a judge is trusted where it matches an exact rule."),
+}
+EXERCISES = explained(EXERCISES, WHY)

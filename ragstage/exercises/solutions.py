@@ -4,7 +4,9 @@ The notebook is generated, not written by hand, so a solution is written once (i
 ``chNN.py``) and the notebook cannot drift from what the tests run. Its first code cell runs
 the chapter notebook itself (``%run ../NN_name.ipynb``, output captured), so every solution
 runs in the chapter's own namespace, as a reader's new cell would. Each exercise then gets a
-heading and one code cell: the solution, then its self-check as the last line.
+heading, one code cell (the solution, then its self-check as the last line) and the value the
+solution produces with the reasoning behind it (``Exercise.why``): code alone shows what to
+type, not why it is the answer.
 
 Regenerate and execute::
 
@@ -53,6 +55,7 @@ def solutions_notebook(chapter: int) -> Any:
         if ex.output_varies:
             cell.metadata["tags"] = ["nbval-ignore-output"]
         cells.append(cell)
+        cells.append(v4.new_markdown_cell(f"**The value, and why.** {ex.why}"))
     nb = v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}

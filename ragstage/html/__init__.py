@@ -71,10 +71,11 @@ def _comparison_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 
     c = data["_comparison"]
     before, after = (Path(p).name for p in data["files"])
-    return [("fig-heatmap", "Bucket migration: rows before, columns after; fixed cells framed green, broken red.",
-             figure_svg(plots.migration_heatmap(c), "heatmap")),
-            ("fig-flow", "Where the questions went: green fixed, red broken, orange moved to another failure, "
-             "grey stayed.", figure_svg(plots.migration_flow(c, before=before, after=after), "flow"))]
+    with plots.no_display():  # the page holds them; a notebook cell that writes the page must not show them
+        return [("fig-heatmap", "Bucket migration: rows before, columns after; fixed cells framed green, broken red.",
+                 figure_svg(plots.migration_heatmap(c), "heatmap")),
+                ("fig-flow", "Where the questions went: green fixed, red broken, orange moved to another failure, "
+                 "grey stayed.", figure_svg(plots.migration_flow(c, before=before, after=after), "flow"))]
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None = "pipeline",

@@ -24,6 +24,10 @@ function                   chapter   draws
 :func:`bucket_change`      7         each bucket's count in two runs (e.g. two chunk sizes)
 :func:`prompt_fill_plot`   5         passages offered against passages in the prompt
 :func:`chunking_plot`      7         a document's two chunkings and a gold span over them
+:func:`stage_walk`         1         each case's evidence through the five stages, to its stop
+:func:`funnel_diagram`     2         each stage's denominator, the last stage's survivors
+:func:`paired_table`       2         the paired two-by-two table: fixed, broken and the rest
+:func:`span_tree`          7         one request's spans, each coloured by its stage
 =========================  ========  ====================================================
 """
 
@@ -32,11 +36,15 @@ from __future__ import annotations
 from ._figure import DPI, Figure, no_display, png_bytes
 from ._style import BUCKET_COLOURS, STAGE_LABELS
 from .chunks import chunking_plot, document_chunks
+from .funnel_diagram import funnel_diagram
 from .intervals import coverage_plot, interval_plot, interval_rows
 from .migration import MOVE_COLOURS, bucket_change, migration_flow, migration_heatmap, migration_matrix, move_kind
+from .paired import paired_table
 from .power import power_plot
 from .prompts import prompt_fill_plot
+from .span_tree import span_tree
 from .stages import FUNNEL_STAGES, funnel_counts, funnel_plot, lost_bars, stage_bars, stage_shares
+from .walk import stage_walk
 
 __all__ = [
     "BUCKET_COLOURS",
@@ -50,6 +58,7 @@ __all__ = [
     "coverage_plot",
     "document_chunks",
     "funnel_counts",
+    "funnel_diagram",
     "funnel_plot",
     "interval_plot",
     "interval_rows",
@@ -59,9 +68,12 @@ __all__ = [
     "migration_matrix",
     "move_kind",
     "no_display",
+    "paired_table",
     "png_bytes",
     "power_plot",
     "prompt_fill_plot",
+    "span_tree",
     "stage_bars",
     "stage_shares",
+    "stage_walk",
 ]
