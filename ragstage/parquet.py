@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -35,9 +33,12 @@ import pyarrow.parquet as pq
 
 from .arrow_rules import count_batch
 from .atomic import atomic_output
-from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_columns, check_record, check_row
+from .errors import TraceError
+from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, check_columns, check_record, check_row
+from .parallel_count import PartCount, count_parts
 from .record import Record, as_record
-from .tally import Tally, find_duplicate, plain_group, repeated_digests, tally_records
+from .rules import check_require
+from .tally import Tally, count_rows, plain_group
 from .trace import Trace
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
@@ -302,13 +303,6 @@ def _key_columns(files: list[Path]) -> Iterator[tuple[str, int, str, str]]:
                 yield str(file), row, str(query_id), pipeline
 
 
-def _raise_duplicate(files: list[Path], suspects: set[int]) -> None:
-    duplicate = find_duplicate(_key_columns(files), suspects, "row")
-    if duplicate is not None:
-        message, file, row = duplicate
-        raise TraceError(message, path=file, line=row, field="query_id", unit="row")
-
-
 def read_parquet(path: str | Path) -> Iterator[Trace]:
     """Stream :class:`~ragstage.trace.Trace` objects from a Parquet file or folder.
 
@@ -320,7 +314,7 @@ def read_parquet(path: str | Path) -> Iterator[Trace]:
         repeated = seen.repeat(file, row, rec["query_id"], rec["pipeline"])
         if repeated:
             raise TraceError(repeated, path=file, line=row, field="query_id", unit="row")
-        yield Trace._from_clean(rec)
+        yield Trace.from_checked(rec)
 
 
 def _column_value(name: str, value: Any) -> Any:
@@ -352,38 +346,26 @@ def write_parquet(path: str | Path, records: Iterable[dict[str, Any] | Trace],
     return n
 
 
-@dataclass
-class _Share:
-    """What one worker learned from its row groups."""
-
-    tally: Tally = field(default_factory=Tally)
-    digests: bytes = b""
-    error: tuple[str, str, int | None, str | None] | None = None  # message, file, row, field
-
-
-def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> _Share:
-    out = _Share()
-    digests = array("q")
-    counts: dict[tuple, int] = {}
+def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> PartCount:
+    """Count row groups: a plain batch by the rules over its columns (when the group is a column
+    read), any other checked and walked row by row, a few thousand rows at a time."""
+    out = PartCount()
+    digests, pairs = array("q"), array("I")
     by_columns = plain_group(by)
 
     def convert(batch: pa.RecordBatch) -> Iterator[Record]:
-        # A plain batch is counted by the rules over its columns; any other is checked and walked
-        # row by row, a few thousand rows at a time.
         batch = _drop_null_columns(batch)
         if by_columns and _plain(batch):
-            count_batch(batch, by, require, counts, digests)
+            count_batch(batch, by, require, out.rows, digests)
             return iter(())
         return chain.from_iterable(batch_records(batch.slice(i, _BATCH)) for i in range(0, batch.num_rows, _BATCH))
 
     try:
         groups_rows = _group_records(groups, by, False, convert, _COUNT_BATCH, by_columns)
-        records = chain.from_iterable(rows for _, _, rows in groups_rows)
-        out.tally = tally_records(records, by, require, digests)
-        out.tally.update(Tally.from_counts(counts))
+        count_rows(chain.from_iterable(rows for _, _, rows in groups_rows), out.rows, by, require, pairs)
     except TraceError as exc:  # _rows located it: path, row and field
-        out.error = (exc.detail, str(exc.path), exc.line, exc.field)
-    out.digests = digests.tobytes()
+        out.error = exc
+    out.digests, out.pairs = digests.tobytes(), pairs.tobytes()
     return out
 
 
@@ -392,25 +374,13 @@ def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = 
     """Bucket and flag counts per group for a Parquet file or folder, row groups split over workers.
 
     Duplicate keys are checked over the whole file or folder (one table), as digests; a
-    suspect digest is confirmed on the keys with a second read of two columns.
+    suspect digest is confirmed on the keys with a second read of two columns. The cycle
+    collector is paused in the process that counts, while it counts (see :mod:`ragstage.collector`).
     """
+    check_require(require)
     files = parquet_files(path)
     groups = _groups(path)
     parts = max(1, min(workers or os.cpu_count() or 1, len(groups)))
-    shares_in = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
-    if parts == 1:
-        shares = [_count_groups(groups, by, require)]
-    else:
-        with ProcessPoolExecutor(max_workers=parts) as pool:
-            shares = list(pool.map(_count_groups, shares_in, [by] * parts, [require] * parts))
-    for share in shares:
-        if share.error is not None:
-            message, file, row, fld = share.error
-            raise TraceError(message, path=file, line=row, field=fld, unit="row")
-    suspects = repeated_digests(s.digests for s in shares)
-    if suspects:
-        _raise_duplicate(files, suspects)
-    total = Tally()
-    for share in shares:
-        total.update(share.tally)
-    return total
+    shares = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
+    return count_parts(_count_groups, [(share, by, require) for share in shares], str(path), "row",
+                       lambda: _key_columns(files))

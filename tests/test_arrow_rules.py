@@ -1,11 +1,6 @@
-"""The rule table's two interpreters agree: the walk over one trace and the one over Arrow columns.
-
-Like a measure run through several providers, every trace must get the same bucket and the
-same flags from :func:`ragstage.attribution.outcome` (the walk) and from
-:func:`ragstage.arrow_rules.outcomes` (the columns), on random batches with empty lists,
-repeated ids, missing columns, nulls, refusals, service failures and both flags; and a Parquet
-count must equal the JSON Lines count of the same traces.
-"""
+"""The Arrow interpreter's counting: a counted batch, its key digests, and a Parquet count against
+the JSON Lines count of the same traces (what each trace's bucket and flags are is
+``test_rule_conformance.py``'s)."""
 
 from array import array
 
@@ -18,11 +13,10 @@ from hypothesis import strategies as st
 from trace_sets import synthetic
 
 from ragstage import Trace, write_traces
-from ragstage.arrow_rules import COLUMN_TESTS, count_batch, outcomes
-from ragstage.attribution import FLAG_COMBINATIONS, FLAG_RULES, PYTHON_TESTS, RULES, TESTS, TEXT_TESTS, outcome
+from ragstage.arrow_rules import count_batch
 from ragstage.formats import count_file
 from ragstage.parquet import SCHEMA, count_parquet, write_parquet
-from ragstage.tally import Tally, key_digest, key_digests, tally_records
+from ragstage.tally import key_digest, key_digests, pair_digests, tally_of_rows, tally_records
 
 IDS = st.lists(st.sampled_from(["g1", "g2", "d1", "d2", "d3"]), max_size=5)  # repeats allowed
 ANSWERS = st.sampled_from(["", "ID: d1", "It is 20 weeks [1].", "It is 20 weeks.", "See [9].", "[2] and [1]",
@@ -57,30 +51,17 @@ def _batch(traces, dropped=(), dictionary=False):
     return batch
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(trace_rows(), min_size=1, max_size=12), st.sets(st.sampled_from(OPTIONAL)),
-       st.sampled_from(["any", "all"]), st.booleans())
-def test_the_column_interpreter_gives_every_trace_the_walks_bucket_and_flags(traces, dropped, require, dictionary):
-    defaults = {name: getattr(Trace(query_id="x"), name) for name in dropped}
-    traces = [t.replace(**defaults) for t in traces]  # what a file without those columns holds
-    rule, flags = outcomes(_batch(traces, dropped, dictionary), require)
-    got = [(RULES[r].outcome, FLAG_COMBINATIONS[f]) for r, f in zip(rule, flags)]
-    assert got == [outcome(t, require) for t in traces]
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(trace_rows(), min_size=1, max_size=12), st.sampled_from(["pipeline", None]),
        st.sampled_from(["any", "all"]))
 def test_a_counted_batch_equals_the_walks_tally_and_digests(traces, by, require):
     traces = [t.replace(error=None) for t in traces]  # a batch with a service failure is walked row by row
     batch = _batch(traces)
-    counts, digests, walked = {}, array("q"), array("q")
-    count_batch(batch, by, require, counts, digests)
+    rows, digests, walked = {}, array("q"), array("I")
+    count_batch(batch, by, require, rows, digests)
     want = tally_records(traces, by, require, walked)
-    got = Tally.from_counts(counts)
-    assert (got.buckets, got.flags, got.query_judged, got.reranked) == (
-        want.buckets, want.flags, want.query_judged, want.reranked)
-    assert list(digests) == list(walked)
+    assert tally_of_rows(rows) == want
+    assert list(digests) == pair_digests(walked.tobytes()).tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,12 +77,6 @@ def test_key_digests_of_byte_columns_are_the_digests_of_each_key(keys):
         return
     got = key_digests([column([q for q, _ in keys]), column([p for _, p in keys])])
     assert list(got) == [key_digest(q, p) for q, p in keys]
-
-
-def test_every_kind_of_test_has_both_meanings_and_the_table_ends_with_no_test():
-    used = {t.kind for rule in (*RULES, *FLAG_RULES) for t in rule.tests}
-    assert used == set(TESTS) == set(PYTHON_TESTS) == set(COLUMN_TESTS) | set(TEXT_TESTS)
-    assert RULES[-1].tests == () and all(rule.tests for rule in RULES[:-1])
 
 
 @pytest.mark.parametrize("by, require", [("pipeline", "any"), (None, "all"), ("kind", "any")])
