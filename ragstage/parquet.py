@@ -70,6 +70,7 @@ _ID_DICTIONARY = pa.list_(pa.dictionary(pa.int32(), pa.string()))
 _ROWS_PER_GROUP = 131_072
 _BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
 _COUNT_BATCH = 16_384  # rows a count reads at a time: Arrow memory only, a few MB, for the rules over columns
+_SKIPPED_BYTES = 4 << 20  # bytes of a skipped column's text checked at a time
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
@@ -261,8 +262,12 @@ def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: in
     batch itself and yield nothing for it (the rows are numbered by batch, not by what it yields)."""
     try:
         skipped = [name for name in pf.schema_arrow.names if name not in columns]
-        if skipped:
-            _check_text(pf.read_row_group(group, columns=skipped), file, row)
+        if skipped:  # checked a few megabytes at a time, whatever the texts' size: never a whole column in memory
+            at = row
+            rows = _rows_in(pf, group, skipped, _SKIPPED_BYTES, batch_size)
+            for batch in pf.iter_batches(batch_size=rows, row_groups=[group], columns=skipped):
+                _check_text(batch, file, at)
+                at += batch.num_rows
         for batch in pf.iter_batches(batch_size=batch_size, row_groups=[group], columns=columns):
             _check_text(batch, file, row)
             rows, at = convert(batch), row
@@ -278,6 +283,15 @@ def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: in
             row += batch.num_rows
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"unreadable row group {group} ({exc})", path=file, line=row + 1, unit="row") from None
+
+
+def _rows_in(pf: pq.ParquetFile, group: int, names: list[str], size: int, most: int) -> int:
+    """How many rows of a row group's columns ``names`` hold about ``size`` bytes (at most ``most``),
+    from the sizes the file's metadata gives."""
+    meta = pf.metadata.row_group(group)
+    top = {meta.column(i).path_in_schema.split(".")[0]: i for i in range(meta.num_columns)}
+    width = sum(meta.column(top[name]).total_uncompressed_size for name in names if name in top)
+    return max(1, min(most, size * meta.num_rows // max(width, 1)))
 
 
 def read_parquet_records(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:

@@ -174,7 +174,7 @@ def count_lines(blocks, rows, append, group_of, any_gold, read):
                 try:
                     try:
                         rec = decode_plain_counted(line)
-                    except DecodeError:  # not the plain types (or not JSON): the full check decides
+                    except (DecodeError, RecursionError):  # not the plain types, not JSON, or nested too deep: the full check decides
                         rec = record_of_line(line)
                     else:
                         if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'

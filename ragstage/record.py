@@ -54,7 +54,8 @@ CountedRecord = msgspec.defstruct("CountedRecord", _struct_fields(fresh_meta=Fal
                                   gc=False, module=__name__)
 
 #: A line decoded by the plain types alone (no conversion, no message that names a field): raises
-#: ``msgspec.DecodeError`` for a line they do not fit, which then goes to :func:`record_of_line`;
+#: ``msgspec.DecodeError`` for a line they do not fit (``RecursionError`` for values nested too deep
+#: for it), which then goes to :func:`record_of_line`;
 #: a ``query_id`` of null, and ``meta``, are the caller's to check (:func:`decode_record` shows how).
 decode_plain_record = msgspec.json.Decoder(Record).decode
 #: :data:`decode_plain_record` into a :class:`CountedRecord`.
@@ -100,7 +101,7 @@ def decode_record(line: bytes) -> Record:
     into the loop."""
     try:
         rec = decode_plain_record(line)
-    except msgspec.DecodeError:  # not the plain types (or not JSON): the full check decides
+    except (msgspec.DecodeError, RecursionError):  # not the plain types, not JSON, or too deep: the full check decides
         return record_of_line(line)
     if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'
         raise missing("query_id")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from io import BytesIO
 from pathlib import Path
 from typing import Iterator
 
@@ -29,7 +30,7 @@ from .python_rules import count_lines
 from .record import as_record
 from .rules import check_require
 from .tally import Tally, grouper, tally_records
-from .trace import is_blank, line_ranges, read_records
+from .trace import MAX_LINE_BYTES, is_blank, line_ranges, read_records
 
 __all__ = ["count_jsonl"]
 
@@ -39,21 +40,55 @@ _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
 def _blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
-    """The lines that start in ``[start, end)``, in blocks of about a megabyte (``readlines`` splits
-    them in C); a line read past the range's end belongs to the next range and is dropped. The file is
-    read a block at a time too (the default buffer of 8 KB would cost a system call per 8 KB)."""
-    with open(path, "rb", buffering=_BLOCK) as handle:
+    """The lines that start in ``[start, end)``, a list per megabyte read; the last line may end
+    past ``end``, and a line that starts there belongs to the next range.
+
+    The file is read a megabyte at a time, and what it holds up to its last newline is cut into
+    lines in C (``BytesIO.readlines``). A line is never held longer than
+    :data:`~ragstage.trace.MAX_LINE_BYTES`: a longer one is an error naming its line (counted from
+    ``start``), as in every other reader, before more of it is read."""
+    with open(path, "rb", buffering=0) as handle:
         handle.seek(start)
-        left = end - start
-        while left > 0:
-            block = handle.readlines(min(left, _BLOCK))
-            if not block:
-                break
-            size = sum(map(len, block))
-            while size > left:  # readlines stops only once it has read more than asked
-                size -= len(block.pop())
-            left -= size
-            yield block
+        at = start  # where the line being read starts
+        head: list[bytes] = []  # its pieces read so far, and their size
+        held = lines = 0
+        while at < end:
+            data = handle.read(_BLOCK)
+            if not data:
+                if head:
+                    yield [b"".join(head)]
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                ended = BytesIO(b"".join([*head, data[:cut]]) if head else data[:cut]).readlines()
+                if len(ended[0]) > MAX_LINE_BYTES:
+                    raise _too_long(lines + 1)
+                size = held + cut
+                if at + size > end:  # the range ends among these lines: keep those that start before its end
+                    ended = _starting_before(ended, end - at)
+                lines += len(ended)
+                yield ended
+                at += size
+                head, held = [], 0
+            if cut < len(data):
+                head.append(data[cut:])
+                held += len(data) - cut
+                if held > MAX_LINE_BYTES:
+                    raise _too_long(lines + 1)
+
+
+def _starting_before(lines: list[bytes], end: int) -> list[bytes]:
+    """The first lines that start less than ``end`` bytes in."""
+    at = 0
+    for i, line in enumerate(lines):
+        if at >= end:
+            return lines[:i]
+        at += len(line)
+    return lines
+
+
+def _too_long(line: int) -> TraceError:
+    return TraceError(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", line=line)
 
 
 def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> PartCount:
@@ -66,8 +101,8 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
             count_lines(_blocks(path, start, end), out.rows, pairs.append, grouper(by), require == "any", read)
     except orjson.JSONDecodeError as exc:
         out.error = TraceError(f"invalid JSON ({exc})", line=read[0])
-    except TraceError as exc:
-        out.error = TraceError(exc.detail, line=read[0], field=exc.field)
+    except TraceError as exc:  # a line too long is found before it is counted, and names its own line
+        out.error = TraceError(exc.detail, line=read[0] if exc.line is None else exc.line, field=exc.field)
     out.pairs = pairs.tobytes()
     out.positions = read[0]
     return out

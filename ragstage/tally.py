@@ -235,7 +235,9 @@ def count_rows(records: Iterable[Checked], rows: dict[str, list[int]], by: str |
 
 def tally_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
                   pairs: array | None = None) -> Tally:
-    """Diagnose checked traces and count them per group (:func:`count_rows`), as a :class:`Tally`."""
+    """Diagnose checked traces and count them per group (:func:`count_rows`), as a :class:`Tally`.
+
+    The cycle collector is paused while the loop runs (see :mod:`ragstage.collector`)."""
     rows: dict[str, list[int]] = {}
     count_rows(records, rows, by, require, pairs)
     return tally_of_rows(rows)
