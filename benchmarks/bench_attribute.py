@@ -97,7 +97,7 @@ def main() -> int:
         timed([sys.executable, "-m", "ragstage.cli", "convert", str(args.file), str(parquet)], "convert")
         print(f"converted to Parquet ({parquet.stat().st_size / 1e6:.0f} MB)")
     parse = ("import orjson, sys\nwith open(sys.argv[1], 'rb') as h:\n    for line in h:\n        orjson.loads(line)")
-    decode = ("import gc, sys\nfrom ragstage.record import decode_record\ngc.disable()\n"
+    decode = ("import gc, sys\nfrom ragstage.typed_record import decode_record\ngc.disable()\n"
               "with open(sys.argv[1], 'rb') as h:\n    for line in h:\n        decode_record(line)")
     # The columns, batches and conversion to records that read_parquet (compare, convert) uses.
     rows = ("import gc, sys\nfrom ragstage.parquet import _group_records, _groups, batch_records\ngc.disable()\n"

@@ -35,7 +35,7 @@ from .rules import (
 from .trace import Trace
 
 if TYPE_CHECKING:
-    from .record import Record
+    from .typed_record import Record
 
 #: What the rules read: a checked trace with attribute access.
 Checked = Union[Trace, "Record"]
@@ -168,7 +168,7 @@ def outcome(rec: Checked, require: str = "any") -> tuple[Outcome, tuple[str, ...
 
 
 def diagnose_record(rec: Checked, require: str = "any") -> Diagnosis:
-    """Diagnose a checked trace: a :class:`~ragstage.trace.Trace` or a :class:`~ragstage.record.Record`
+    """Diagnose a checked trace: a :class:`~ragstage.trace.Trace` or a :class:`~ragstage.typed_record.Record`
     (see :func:`diagnose`), by the walk down :data:`~ragstage.rules.RULES`."""
     check_require(require)
     gold = rec.gold

@@ -4,7 +4,7 @@ The field names are a public contract (see the README's table). :data:`FIELDS` h
 row per field: its :class:`Kind` (the full check, the plain type the check takes as is, the
 Arrow type), its default and whether null is allowed. Everything else is derived from these
 rows: :func:`check_record` (the check of a decoded JSON object), the typed record the
-counting path decodes into (:mod:`ragstage.record`), and the Arrow schema and the columns
+counting path decodes into (:mod:`ragstage.typed_record`), and the Arrow schema and the columns
 the Parquet reader takes without a per-row check (:mod:`ragstage.parquet`).
 
 A reader either calls :func:`check_record` (or :func:`check_row`, for columns), or decodes

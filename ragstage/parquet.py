@@ -36,10 +36,10 @@ from .atomic import atomic_output
 from .errors import TraceError
 from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, check_columns, check_record, check_row
 from .parallel_count import PartCount, count_parts
-from .record import Record, as_record
 from .rules import check_require
 from .tally import Tally, count_rows, plain_group
 from .trace import Trace
+from .typed_record import Record, as_record
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
            "write_parquet", "count_parquet"]
@@ -174,7 +174,7 @@ def _plain(batch: pa.RecordBatch) -> bool:
 
 
 def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
-    """The checked :class:`~ragstage.record.Record` of each row of a batch, in order.
+    """The checked :class:`~ragstage.typed_record.Record` of each row of a batch, in order.
 
     When every column holds only values its check takes as is, the records are built
     straight from the columns; otherwise each row goes through the full check, which

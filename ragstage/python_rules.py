@@ -13,9 +13,9 @@ from msgspec import DecodeError
 from orjson import JSONDecodeError
 
 from .fields import missing
-from .record import checked_meta, decode_plain_counted, record_of_line
 from .rules import cites_outside, leaves_out, numeric_unmarked
 from .trace import is_blank
+from .typed_record import checked_meta, decode_plain_counted, record_of_line
 
 __all__ = ["rule_of", "flags_of", "count_records", "count_lines"]
 
@@ -164,7 +164,7 @@ def count_records(records, rows, append, group_of, any_gold):
 
 def count_lines(blocks, rows, append, group_of, any_gold, read):
     """:func:`count_records` of the lines of ``blocks`` (lists of JSON lines), each decoded as by
-    :func:`ragstage.record.decode_record`; ``read[0]`` counts the lines taken, up to and including one
+    :func:`ragstage.typed_record.decode_record`; ``read[0]`` counts the lines taken, up to and including one
     that raised."""
     lines = 0
     try:

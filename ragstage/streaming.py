@@ -2,7 +2,7 @@
 
 ``ragstage attribute`` must read a million traces in seconds without its memory growing
 with the file. So this path never builds :class:`~ragstage.trace.Trace` objects: each
-line is decoded and checked into a :class:`~ragstage.record.CountedRecord` (typed decoding, with
+line is decoded and checked into a :class:`~ragstage.typed_record.CountedRecord` (typed decoding, with
 :func:`~ragstage.fields.check_record` for any line the plain types do not fit) and counted
 by the loop of :func:`ragstage.python_rules.count_lines` (the counts of
 :func:`~ragstage.tally.tally_records`, the decoding and the walk written into one loop), which
@@ -27,10 +27,10 @@ from .errors import TraceError
 from .fields import FIELDS
 from .parallel_count import PartCount, count_parts
 from .python_rules import count_lines
-from .record import as_record
 from .rules import check_require
 from .tally import Tally, grouper, tally_records
 from .trace import MAX_LINE_BYTES, is_blank, line_ranges, read_records
+from .typed_record import as_record
 
 __all__ = ["count_jsonl"]
 
@@ -39,14 +39,13 @@ _BLOCK = 1 << 20  # bytes of lines read at a time
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
-def _blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
+def _line_blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
     """The lines that start in ``[start, end)``, a list per megabyte read; the last line may end
     past ``end``, and a line that starts there belongs to the next range.
 
-    The file is read a megabyte at a time, and what it holds up to its last newline is cut into
-    lines in C (``BytesIO.readlines``). A line is never held longer than
-    :data:`~ragstage.trace.MAX_LINE_BYTES`: a longer one is an error naming its line (counted from
-    ``start``), as in every other reader, before more of it is read."""
+    The file is read a megabyte at a time, and cut into lines in C (``BytesIO.readlines``). A line
+    is never held longer than :data:`~ragstage.trace.MAX_LINE_BYTES`: a longer one is an error
+    naming its line (counted from ``start``), as in every other reader, before more of it is read."""
     with open(path, "rb", buffering=0) as handle:
         handle.seek(start)
         at = start  # where the line being read starts
@@ -60,7 +59,13 @@ def _blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
                 return
             cut = data.rfind(b"\n") + 1
             if cut:
-                ended = BytesIO(b"".join([*head, data[:cut]]) if head else data[:cut]).readlines()
+                lines_of = BytesIO(data)  # shares the bytes: no copy
+                first = b"".join([*head, lines_of.readline()]) if head else None
+                ended = lines_of.readlines()
+                if cut < len(data):
+                    ended.pop()  # the line that runs on past this read
+                if first is not None:
+                    ended.insert(0, first)
                 if len(ended[0]) > MAX_LINE_BYTES:
                     raise _too_long(lines + 1)
                 size = held + cut
@@ -98,7 +103,7 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
     read = [0]
     try:
         with collector_paused():
-            count_lines(_blocks(path, start, end), out.rows, pairs.append, grouper(by), require == "any", read)
+            count_lines(_line_blocks(path, start, end), out.rows, pairs.append, grouper(by), require == "any", read)
     except orjson.JSONDecodeError as exc:
         out.error = TraceError(f"invalid JSON ({exc})", line=read[0])
     except TraceError as exc:  # a line too long is found before it is counted, and names its own line

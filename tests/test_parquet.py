@@ -17,7 +17,7 @@ from ragstage.fields import check_row
 from ragstage.fixtures import fixture_path
 from ragstage.formats import convert, count_file, read_any
 from ragstage.parquet import SCHEMA, batch_records, checked_rows, count_parquet, read_parquet, write_parquet
-from ragstage.record import as_record
+from ragstage.typed_record import as_record
 
 
 @pytest.mark.parametrize("name", TRACE_FILES)

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from ragstage.attribution import diagnose, diagnose_record
 from ragstage.fields import FIELDS, TraceError, check_record
 from ragstage.python_rules import count_lines
-from ragstage.record import Record, as_record, decode_record
 from ragstage.tally import tally_of_rows, tally_records
+from ragstage.typed_record import Record, as_record, decode_record
 
 # Values of every JSON kind, plus the shapes the fields really take (ids, ranked entries, errors).
 SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False) \
