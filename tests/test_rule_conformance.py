@@ -10,24 +10,19 @@ Python interpreter: ``test_spark.py`` compares its tally with the local one.
 
 from array import array
 
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trace_sets import random_traces
+from trace_sets import OPTIONAL, arrow_batch, random_traces
 
 from ragstage import Trace
 from ragstage.arrow_rules import COLUMN_TESTS, outcomes
 from ragstage.attribution import outcome
-from ragstage.parquet import SCHEMA
 from ragstage.python_rules import count_lines
 from ragstage.python_rules_source import EXPRESSIONS, GOLD
 from ragstage.rules import FLAG_COMBINATIONS, FLAG_RULES, FLAGS, RULES, TESTS, TEXT_TESTS, survives
 from ragstage.tally import tally_of_rows, tally_records
 from ragstage.trace import trace_line
-
-OPTIONAL = ["reranked", "prompt", "truncated", "answer_ids", "correct", "claims", "complete", "query_ok", "error",
-            "answer", "answerable", "refused", "pipeline"]
 
 
 def holds(test, trace, require, flags=()):
@@ -86,21 +81,8 @@ def python_count_lines(traces, require, dropped, dictionary):
 
 
 def arrow_columns(traces, require, dropped, dictionary):
-    rule, flags = outcomes(_batch(traces, dropped, dictionary), require)
+    rule, flags = outcomes(arrow_batch(traces, dropped, dictionary), require)
     return [(RULES[r].outcome.value, FLAG_COMBINATIONS[f]) for r, f in zip(rule, flags)]
-
-
-def _batch(traces, dropped=(), dictionary=False):
-    """The traces as one Arrow batch of the schema's columns, less ``dropped``; id lists
-    dictionary-encoded if asked."""
-    names = ["query_id", "gold", "retrieved", *(c for c in OPTIONAL if c not in dropped)]
-    rows = [{c: list(v) if isinstance(v := getattr(t, c), tuple) else v for c in names} for t in traces]
-    batch = pa.RecordBatch.from_pylist(rows, schema=pa.schema([SCHEMA.field(c) for c in names]))
-    if dictionary:
-        ids = pa.list_(pa.dictionary(pa.int32(), pa.string()))
-        batch = pa.RecordBatch.from_arrays(
-            [c.cast(ids) if c.type == pa.list_(pa.string()) else c for c in batch.columns], names=names)
-    return batch
 
 
 INTERPRETERS = [python_walk, python_count_records, python_count_lines, arrow_columns]
