@@ -88,9 +88,22 @@ def arrow_columns(traces, require, dropped, dictionary):
 INTERPRETERS = [python_walk, python_count_records, python_count_lines, arrow_columns]
 
 
+@st.composite
+def reaching_the_answer(draw):
+    """A random trace whose gold evidence survives every logged stage: the rules on the answer decide it."""
+    trace = draw(random_traces())
+    gold = list(trace.gold) or ["g1"]
+    kept = lambda ids: None if ids is None else [*ids, *gold]  # noqa: E731
+    return trace.replace(gold=gold, answerable=True, error=None, query_ok=draw(st.sampled_from([None, True])),
+                         retrieved=kept(trace.retrieved), reranked=kept(trace.reranked), prompt=kept(trace.prompt))
+
+
+TRACES = st.lists(random_traces() | reaching_the_answer(), min_size=1, max_size=12)
+
+
 @pytest.mark.parametrize("interpreter", INTERPRETERS, ids=lambda f: f.__name__)
 @settings(max_examples=300, deadline=None)
-@given(traces=st.lists(random_traces(), min_size=1, max_size=12), dropped=st.sets(st.sampled_from(OPTIONAL)),
+@given(traces=TRACES, dropped=st.sets(st.sampled_from(OPTIONAL)),
        require=st.sampled_from(["any", "all"]), dictionary=st.booleans())
 def test_every_interpreter_gives_each_trace_what_the_rules_mean(interpreter, traces, dropped, require, dictionary):
     defaults = {name: getattr(Trace(query_id="x"), name) for name in dropped}
