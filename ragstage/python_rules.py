@@ -109,6 +109,7 @@ def count_records(records, rows, append, group_of, any_gold):
                 found |= 1
             if not (rec.answer_ids is not None) and (numeric_unmarked(rec.answer)):
                 found |= 2
+        # decided: the count code of the bucket alone
         if (rec.error is not None):
             decided = 0
         elif (rec.answerable is False) and (rec.refused is True):
@@ -159,6 +160,7 @@ def count_records(records, rows, append, group_of, any_gold):
         row = rows.get(group)
         if row is None:
             row = rows[group] = [0] * 208
+        # the count code of (bucket, flags, query judged, reranked), ragstage.count_key.count_code: a sum
         row[decided + found * 4 + (rec.query_ok is not None) * 2 + (rec.reranked is not None) * 1] += 1
 
 
@@ -202,6 +204,7 @@ def count_lines(blocks, rows, append, group_of, any_gold, read):
                         found |= 1
                     if not (rec.answer_ids is not None) and (numeric_unmarked(rec.answer)):
                         found |= 2
+                # decided: the count code of the bucket alone
                 if (rec.error is not None):
                     decided = 0
                 elif (rec.answerable is False) and (rec.refused is True):
@@ -252,6 +255,7 @@ def count_lines(blocks, rows, append, group_of, any_gold, read):
                 row = rows.get(group)
                 if row is None:
                     row = rows[group] = [0] * 208
+                # the count code of (bucket, flags, query judged, reranked), ragstage.count_key.count_code: a sum
                 row[decided + found * 4 + (rec.query_ok is not None) * 2 + (rec.reranked is not None) * 1] += 1
     finally:
         read[0] = lines

@@ -143,11 +143,13 @@ def _count() -> str:
         "append(adler32(key))",
         GOLD,
         _flags(),
+        "# decided: the count code of the bucket alone",
         _first_match(lambda i, rule: str(count_code(bucket[rule.outcome], 0, 0, 0)), returns=False),
         "group = rec.pipeline if group_of is None else group_of(rec)",
         "row = rows.get(group)",
         "if row is None:",
         f"    row = rows[group] = [0] * {CODES}",
+        "# the count code of (bucket, flags, query judged, reranked), ragstage.count_key.count_code: a sum",
         f"row[decided + found * {count_code(0, 1, 0, 0)} + (rec.query_ok is not None) * {count_code(0, 0, 1, 0)}"
         f" + (rec.reranked is not None) * {count_code(0, 0, 0, 1)}] += 1",
     ])
@@ -199,7 +201,11 @@ def main() -> int:
     target = Path(__file__).with_name("python_rules.py")
     text = source()
     if "--check" in sys.argv[1:]:
-        return 0 if target.read_text() == text else 1
+        if target.read_text() == text:
+            return 0
+        print(f"{target} is not what the rule tables give: run python -m ragstage.python_rules_source",
+              file=sys.stderr)
+        return 1
     target.write_text(text)
     return 0
 
