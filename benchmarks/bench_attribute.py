@@ -17,7 +17,12 @@ as a sanity check. Speed is measured here, never asserted in a test. It prints t
 of each command, and the ratio of ``ragstage attribute`` to DuckDB's query within each round (the
 two ran back to back), as a median and a range over the rounds.
 
-    python benchmarks/bench_attribute.py [--traces 1000000] [--file /tmp/ragstage-bench.jsonl]
+With ``--baseline DIR`` (a folder holding another version's ``ragstage`` package, such as an
+export of an earlier commit), that version's ``ragstage attribute`` runs in every round too, and its
+ratios are printed beside these: a change is measured against the code before it in the same
+conditions.
+
+    python benchmarks/bench_attribute.py [--traces 1000000] [--file /tmp/ragstage-bench.jsonl] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -86,6 +91,7 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--file", type=Path, default=Path("/tmp/ragstage-bench.jsonl"))
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the fastest is shown")
+    parser.add_argument("--baseline", type=Path, help="a folder with another version's ragstage package")
     args = parser.parse_args()
     parquet = args.file.with_suffix(".parquet")
     if not args.file.exists():
@@ -97,22 +103,35 @@ def main() -> int:
         timed([sys.executable, "-m", "ragstage.cli", "convert", str(args.file), str(parquet)], "convert")
         print(f"converted to Parquet ({parquet.stat().st_size / 1e6:.0f} MB)")
     parse = ("import orjson, sys\nwith open(sys.argv[1], 'rb') as h:\n    for line in h:\n        orjson.loads(line)")
-    decode = ("import gc, sys\nfrom ragstage.record import decode_record\ngc.disable()\n"
+    decode = ("import gc, sys\nfrom ragstage.typed_record import decode_record\ngc.disable()\n"
               "with open(sys.argv[1], 'rb') as h:\n    for line in h:\n        decode_record(line)")
     # The columns, batches and conversion to records that read_parquet (compare, convert) uses.
     rows = ("import gc, sys\nfrom ragstage.parquet import _group_records, _groups, batch_records\ngc.disable()\n"
             "for _, _, records in _group_records(_groups(sys.argv[1]), 'pipeline', False, batch_records):\n"
             "    for rec in records:\n        pass")
     attribute = [sys.executable, "-m", "ragstage.cli", "attribute", "--by", "pipeline", "--format", "json"]
+    json_peer, parquet_peer = "DuckDB core rule, JSONL (2 threads)", "DuckDB core rule, Parquet (2 threads)"
+    ours = {"JSONL": "ragstage attribute, JSONL (2 processes)", "Parquet": "ragstage attribute, Parquet (2 processes)"}
     commands = [
         ([sys.executable, "-c", parse, str(args.file)], "orjson parse alone, JSONL (1 core)"),
         ([sys.executable, "-c", decode, str(args.file)], "ragstage decode+check alone, JSONL (1 core)"),
-        (duckdb_cmd(JSON_SOURCE.format(path=args.file)), "DuckDB core rule, JSONL (2 threads)"),
-        ([*attribute, str(args.file)], "ragstage attribute, JSONL (2 processes)"),
+        (duckdb_cmd(JSON_SOURCE.format(path=args.file)), json_peer),
+        ([*attribute, str(args.file)], ours["JSONL"]),
         ([sys.executable, "-c", rows, str(parquet)], "ragstage Arrow -> records alone (1 core)"),
-        (duckdb_cmd(f"read_parquet('{parquet}')"), "DuckDB core rule, Parquet (2 threads)"),
-        ([*attribute, str(parquet)], "ragstage attribute, Parquet (2 processes)"),
+        (duckdb_cmd(f"read_parquet('{parquet}')"), parquet_peer),
+        ([*attribute, str(parquet)], ours["Parquet"]),
     ]
+    pairs = [(ours["JSONL"], json_peer), (ours["Parquet"], parquet_peer)]
+    if args.baseline:
+        # The baseline's command line, its package first on the path (worker processes are forked: they keep it).
+        run = (f"import runpy, sys; sys.path.insert(0, {str(args.baseline.resolve())!r}); "
+               "runpy.run_module('ragstage.cli', run_name='__main__', alter_sys=True)")
+        old = [sys.executable, "-c", run, "attribute", "--by", "pipeline", "--format", "json"]
+        for at, (kind, path) in ((4, ("JSONL", args.file)), (8, ("Parquet", parquet))):
+            commands.insert(at, ([*old, str(path)], f"baseline attribute, {kind} (2 processes)"))
+        pairs += [(f"baseline attribute, {kind} (2 processes)", peer) for kind, peer in
+                  (("JSONL", json_peer), ("Parquet", parquet_peer))]
+        pairs += [(ours[kind], f"baseline attribute, {kind} (2 processes)") for kind in ("JSONL", "Parquet")]
     # Every command runs --repeat times, round robin, and the fastest run of each is shown: on a
     # shared machine the minimum is the least disturbed measurement, for every contender alike.
     # Every other round runs in reverse order: a command's time depends on the one run before it
@@ -121,21 +140,23 @@ def main() -> int:
     for round_ in range(args.repeat):
         for cmd, label in commands if round_ % 2 == 0 else commands[::-1]:
             runs[label].append(timed(cmd, label))
-    rows = [min(runs[label], key=lambda run: run["wall"]) for _, label in commands]
+    fastest = {label: min(runs[label], key=lambda run: run["wall"]) for _, label in commands}
     print(f"{args.traces:,} traces")
     print(f"fastest of {args.repeat} runs each")
-    show(rows[:4], "DuckDB core rule, JSONL (2 threads)")
-    show(rows[4:], "DuckDB core rule, Parquet (2 threads)")
+    split = next(i for i, (_, label) in enumerate(commands) if "Arrow" in label)
+    show([fastest[label] for _, label in commands[:split]], json_peer)
+    show([fastest[label] for _, label in commands[split:]], parquet_peer)
     # The same ratio within each round, where the two commands ran one right after the other: a
     # drift in the machine's load moves both, so its spread says how far the fastest runs can be trusted.
-    for ours_label, peer_label in ((commands[3][1], commands[2][1]), (commands[6][1], commands[5][1])):
+    for ours_label, peer_label in pairs:
         for unit in ("wall", "cpu"):
             ratios = sorted(o[unit] / p[unit] for o, p in zip(runs[ours_label], runs[peer_label]))
-            print(f"{ours_label} / DuckDB, {unit}, each round: median {statistics.median(ratios):.2f}x "
-                  f"(from {ratios[0]:.2f}x to {ratios[-1]:.2f}x over {len(ratios)} rounds)")
-    ours = Counter({(r["group"], r["stage"]): r["count"] for r in orjson.loads(rows[3]["stdout"])})
-    theirs = Counter({(p, s): n for p, s, n in orjson.loads(rows[2]["stdout"])})
-    same = ours == theirs and rows[3]["stdout"] == rows[6]["stdout"]
+            print(f"{ours_label} / {peer_label.split(',')[0]}, {unit}, each round: median "
+                  f"{statistics.median(ratios):.2f}x (from {ratios[0]:.2f}x to {ratios[-1]:.2f}x "
+                  f"over {len(ratios)} rounds)")
+    counted = Counter({(r["group"], r["stage"]): r["count"] for r in orjson.loads(fastest[ours["JSONL"]]["stdout"])})
+    theirs = Counter({(p, s): n for p, s, n in orjson.loads(fastest[json_peer]["stdout"])})
+    same = counted == theirs and fastest[ours["JSONL"]]["stdout"] == fastest[ours["Parquet"]]["stdout"]
     print("counts: ragstage JSONL = ragstage Parquet = DuckDB core rule" if same else "COUNTS DIFFER")
     return 0 if same else 1
 

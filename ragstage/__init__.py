@@ -12,7 +12,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .attribution import BUCKETS, Diagnosis, Stage, diagnose, replay
+    from .attribution import BUCKETS, Diagnosis, Outcome, Stage, diagnose, replay
+    from .errors import TraceError
+    from .formats import convert, count_files, read_any
+    from .ingest.tracelog import TraceLogger
     from .planning import (
         mcnemar_power,
         mcnemar_power_normal,
@@ -21,7 +24,15 @@ if TYPE_CHECKING:
         power_curve,
     )
     from .published import PublishedRun, load_published
-    from .report import attribution_table, compare, funnel, funnel_from_counts, table_from_counts
+    from .report import (
+        attribution_table,
+        compare,
+        flag_table,
+        funnel,
+        funnel_from_counts,
+        funnel_from_tally,
+        table_from_counts,
+    )
     from .stats import (
         bootstrap_mean_ci,
         format_rate,
@@ -33,7 +44,8 @@ if TYPE_CHECKING:
         sample_size,
         wilson,
     )
-    from .trace import Trace, TraceError, read_traces, write_traces
+    from .tally import Tally
+    from .trace import Trace, read_traces, write_traces
 
 __version__ = "0.1.0"
 
@@ -41,17 +53,24 @@ __version__ = "0.1.0"
 _MODULES = {
     "BUCKETS": "attribution",
     "Diagnosis": "attribution",
+    "Outcome": "attribution",
     "PublishedRun": "published",
     "Stage": "attribution",
+    "Tally": "tally",
     "Trace": "trace",
-    "TraceError": "trace",
+    "TraceError": "errors",
+    "TraceLogger": "ingest.tracelog",
     "attribution_table": "report",
     "bootstrap_mean_ci": "stats",
     "compare": "report",
+    "convert": "formats",
+    "count_files": "formats",
     "diagnose": "attribution",
+    "flag_table": "report",
     "format_rate": "stats",
     "funnel": "report",
     "funnel_from_counts": "report",
+    "funnel_from_tally": "report",
     "half_width": "stats",
     "holm": "stats",
     "load_published": "published",
@@ -63,6 +82,7 @@ _MODULES = {
     "normal_interval": "stats",
     "paired_counts": "stats",
     "power_curve": "planning",
+    "read_any": "formats",
     "read_traces": "trace",
     "replay": "attribution",
     "sample_size": "stats",
@@ -88,17 +108,24 @@ def __dir__() -> list[str]:
 __all__ = [
     "BUCKETS",
     "Diagnosis",
+    "Outcome",
     "PublishedRun",
     "Stage",
+    "Tally",
     "Trace",
     "TraceError",
+    "TraceLogger",
     "attribution_table",
     "bootstrap_mean_ci",
     "compare",
+    "convert",
+    "count_files",
     "diagnose",
+    "flag_table",
     "format_rate",
     "funnel",
     "funnel_from_counts",
+    "funnel_from_tally",
     "half_width",
     "holm",
     "load_published",
@@ -110,6 +137,7 @@ __all__ = [
     "normal_interval",
     "paired_counts",
     "power_curve",
+    "read_any",
     "read_traces",
     "replay",
     "sample_size",

@@ -1,15 +1,15 @@
 """The attribution rules evaluated over Arrow columns: a second interpreter of the one rule table.
 
-:data:`~ragstage.attribution.RULES` and :data:`~ragstage.attribution.FLAG_RULES` are rows of
-tests over a trace's fields. The walk of :mod:`ragstage.attribution` runs them on one trace
-at a time; this module runs the same rows on a whole batch of traces at once, each kind of
-test (:data:`~ragstage.attribution.TESTS`) computed for every row with pyarrow compute
+:data:`~ragstage.rules.RULES` and :data:`~ragstage.rules.FLAG_RULES` are rows of
+tests over a trace's fields. The Python interpreter (:mod:`ragstage.python_rules`) runs them on one
+trace at a time; this module runs the same rows on a whole batch of traces at once, each kind of
+test (:data:`~ragstage.rules.TESTS`) computed for every row with pyarrow compute
 functions and numpy, and a rule's tests applied to the rows no earlier rule decided. The
 rules themselves are not restated here: only what each kind of test means on a column. The two
 tests whose subject is free text (``cites_outside``, ``numeric_unmarked``) run the walk's own
-functions, on the few rows that reach them. ``tests/test_arrow_rules.py`` checks, on random
-batches with empty lists, repeated ids, missing columns, nulls, refusals and flags, that both
-interpreters give every trace the same bucket and the same flags.
+functions, on the few rows that reach them. ``tests/test_rule_conformance.py`` checks, on random
+batches with empty lists, repeated ids, missing columns, nulls, refusals and flags, that it gives
+every trace the bucket and the flags the rules mean, as the Python interpreter does.
 
 It reads a *plain* batch (:func:`ragstage.parquet.batch_records` says which: every column of its
 field's plain Arrow type, no null where null is not allowed), whose values need no check; it is
@@ -27,11 +27,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .attribution import FLAG_BITS, FLAG_COMBINATIONS, FLAG_RULES, RULES, TEXT_TESTS, Test
+from .count_key import CODES, count_code
 from .fields import FIELDS
+from .rules import BUCKETS, FLAG_BITS, FLAG_RULES, RULES, TEXT_TESTS, Test
 from .tally import key_digests
 
 __all__ = ["COLUMN_TESTS", "outcomes", "count_batch"]
+
 
 class _Batch:
     """The columns of one batch, and the test values computed on them so far."""
@@ -239,33 +241,35 @@ def outcomes(batch: pa.RecordBatch, require: str = "any") -> tuple[np.ndarray, n
     return decided, b.flags
 
 
-def count_batch(batch: pa.RecordBatch, by: str | None, require: str, counts: dict[tuple, int],
+#: The index in BUCKETS of each rule's outcome.
+_BUCKET_OF_RULE = np.array([BUCKETS.index(rule.outcome.value) for rule in RULES], np.int64)
+
+
+def count_batch(batch: pa.RecordBatch, by: str | None, require: str, rows: dict[str, list[int]],
                 digests: array) -> None:
-    """Count a plain batch into ``counts`` (the keys of :func:`~ragstage.tally.tally_records`) and its keys'
-    digests into ``digests``; ``by`` is None or a text field no trace leaves null (see ``tally.plain_group``)."""
+    """Count a plain batch into ``rows`` ({group: counts per :func:`~ragstage.count_key.count_code`}),
+    as :func:`~ragstage.tally.count_rows` does, and its keys' digests into ``digests`` (``array("q")``);
+    ``by`` is None or a text field no trace leaves null (see :func:`ragstage.tally.plain_group`)."""
     rule, flags = outcomes(batch, require)
     columns = dict(zip(batch.schema.names, batch.columns))
     n = batch.num_rows
     if by is None:
         names, group = ["all"], np.zeros(n, np.int64)
-    elif by in columns:
+    elif by in columns:  # the dictionary lists the groups in the order first met
         encoded = pc.dictionary_encode(columns[by])
         names, group = encoded.dictionary.to_pylist(), _ints(encoded.indices)
     else:
         names, group = [FIELDS[by].default], np.zeros(n, np.int64)
-    query_judged = columns["query_ok"].is_valid() if "query_ok" in columns else None
-    reranked = columns["reranked"].is_valid() if "reranked" in columns else None
-    judged = _bools(query_judged) if query_judged is not None else np.zeros(n, bool)
-    ranked = _bools(reranked) if reranked is not None else np.zeros(n, bool)
-    code = ((group * len(RULES) + rule) * len(FLAG_COMBINATIONS) + flags) * 4 + judged * 2 + ranked
+    judged = _bools(columns["query_ok"].is_valid()) if "query_ok" in columns else np.zeros(n, bool)
+    ranked = _bools(columns["reranked"].is_valid()) if "reranked" in columns else np.zeros(n, bool)
+    code = group * CODES + count_code(_BUCKET_OF_RULE[rule], flags.astype(np.int64), judged.astype(np.int64),
+                                      ranked.astype(np.int64))
     for value, k in zip(*np.unique(code, return_counts=True)):
-        value = int(value)
-        rest, rr = divmod(value, 2)
-        rest, qj = divmod(rest, 2)
-        rest, mask = divmod(rest, len(FLAG_COMBINATIONS))
-        g, r = divmod(rest, len(RULES))
-        key = (names[g], RULES[r].outcome, FLAG_COMBINATIONS[mask], bool(qj), bool(rr))
-        counts[key] = counts.get(key, 0) + int(k)
+        g, c = divmod(int(value), CODES)
+        row = rows.get(names[g])
+        if row is None:
+            row = rows[names[g]] = [0] * CODES
+        row[c] += int(k)
     digests.frombytes(_digests(columns.get("query_id"), columns.get("pipeline"), n).tobytes())
 
 

@@ -4,7 +4,7 @@ The field names are a public contract (see the README's table). :data:`FIELDS` h
 row per field: its :class:`Kind` (the full check, the plain type the check takes as is, the
 Arrow type), its default and whether null is allowed. Everything else is derived from these
 rows: :func:`check_record` (the check of a decoded JSON object), the typed record the
-counting path decodes into (:mod:`ragstage.record`), and the Arrow schema and the columns
+counting path decodes into (:mod:`ragstage.typed_record`), and the Arrow schema and the columns
 the Parquet reader takes without a per-row check (:mod:`ragstage.parquet`).
 
 A reader either calls :func:`check_record` (or :func:`check_row`, for columns), or decodes
@@ -17,224 +17,35 @@ treated as "no prompt" or as a list of single characters.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-__all__ = ["FIELDS", "COLUMNS", "RANKED_FIELDS", "Kind", "Field", "FirstSeen", "TraceError", "check_columns",
+from .errors import TraceError
+from .values import (
+    RankedColumns,
+    as_bool,
+    as_bools,
+    as_error,
+    as_id,
+    as_ids,
+    as_meta,
+    as_prompt_source,
+    as_ranked,
+    as_str,
+    field_error,
+)
+
+__all__ = ["FIELDS", "COLUMNS", "RANKED_FIELDS", "Kind", "Field", "FirstSeen", "check_columns",
            "check_record", "check_row", "missing", "ranked_entries", "unknown_field"]
-
-
-class TraceError(ValueError):
-    """Bad trace input. The message names the file, the position and the field.
-
-    ``unit`` names the position: ``"line"`` in a JSON Lines file, ``"row"`` in a Parquet file.
-    """
-
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None, unit: str = "line") -> None:
-        self.path, self.line, self.field, self.detail, self.unit = path, line, field, message, unit
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if line is not None:
-            where.append(f"{unit} {line}")
-        if field is not None:
-            where.append(f"field '{field}'")
-        super().__init__(f"{', '.join(where)}: {message}" if where else message)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # an error raised in a worker process reaches the caller whole (path, line, field, unit)
-        return _rebuild_error, (type(self), self.detail, self.path, self.line, self.field, self.unit)
-
-
-def _rebuild_error(cls: type[TraceError], detail: str, path: str | None, line: int | None, field: str | None,
-                   unit: str) -> TraceError:
-    return cls(detail, path=path, line=line, field=field, unit=unit)
-
-
-def _fail(msg: str, name: str) -> TraceError:
-    return TraceError(msg, field=name)
 
 
 def missing(name: str) -> TraceError:
     """The error for a required field that is absent or null."""
-    return _fail(f"missing (every trace needs a {name})", name)
+    return field_error(f"missing (every trace needs a {name})", name)
 
 
 def unknown_field(name: str) -> TraceError:
     """The error for a name that is no trace field (a typo such as ``promt``)."""
-    return _fail(f"unknown field (known: {', '.join(FIELDS)})", name)
-
-
-def _as_id(value: Any, name: str) -> str:
-    # Ids are strings; integer ids (common in logs and in BEIR corpora) are read as their
-    # decimal text. Booleans are ints in Python, so they are excluded explicitly.
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise _fail(f"ids must be strings or integers, got {type(value).__name__} {value!r}", name)
-
-
-def _as_ids(value: Any, name: str) -> list[str]:
-    if type(value) is list or type(value) is tuple:
-        return [_as_id(v, name) for v in value]
-    raise _fail(f"expected a list of ids, got {type(value).__name__} {value!r:.60}", name)
-
-
-_RANKED_KEYS = frozenset({"id", "score", "section"})
-_PROMPT_SOURCES = ("logged", "recovered")
-
-
-def _ranked_entry(item_id: Any, score: Any, section: Any, name: str) -> tuple[str, float | None, str | None]:
-    """One ranked entry's checks: a number (or nothing) for a score, a string (or nothing) for a
-    section, an id. An entry may name its section without a score: both are kept as logged."""
-    if score is not None:
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise _fail(f"score must be a number, got {score!r}", name)
-        if not _finite(score):  # JSON has no NaN or infinity: such a score could not be read back
-            raise _fail(f"score must be a finite number, got {score!r}", name)
-        score = float(score)
-    if section is not None and type(section) is not str:
-        raise _fail(f"section must be a string, got {section!r:.40}", name)
-    return _as_id(item_id, name), score, section
-
-
-def _finite(score: int | float) -> bool:
-    try:
-        return math.isfinite(score)
-    except OverflowError:  # an integer beyond any float
-        return False
-
-
-def _ranked(entries: Iterable[tuple[str, float | None, str | None]]
-            ) -> tuple[list[str], list[float | None] | None, list[str | None] | None]:
-    """Columns of checked entries; scores (sections) None when no entry has one."""
-    ids, scores, sections = zip(*entries) if entries else ((), (), ())
-    return (list(ids), (list(scores) if any(s is not None for s in scores) else None),
-            (list(sections) if any(s is not None for s in sections) else None))
-
-
-def _as_ranked(value: Any, name: str
-               ) -> tuple[list[str], list[float] | None, list[str | None] | None]:
-    """A ranked list of ids, or of ``{"id", "score"[, "section"]}`` objects (not a mix).
-
-    Returns ``(ids, scores, sections)``; scores are None for a plain id list, sections None
-    unless some entry names one (the minimum log per request of *Diagnosing RAG Failure
-    Modes*: id, score and section of every retrieved passage).
-    """
-    if not isinstance(value, (list, tuple)):
-        raise _fail(f"expected a ranked list of ids, got {type(value).__name__} {value!r:.60}", name)
-    if value and isinstance(value[0], dict):
-        entries = []
-        for item in value:
-            if not isinstance(item, dict) or "id" not in item:
-                raise _fail(f"each entry must be an {{\"id\", \"score\"}} object, got {item!r:.60}", name)
-            extra = set(item) - _RANKED_KEYS
-            if extra:
-                raise _fail(f"unknown key(s) {sorted(extra)} in a ranked entry (known: id, score, section)", name)
-            entries.append(_ranked_entry(item["id"], item.get("score"), item.get("section"), name))
-        return _ranked(entries)
-    return _as_ids(value, name), None, None
-
-
-class _Columns(NamedTuple):
-    """A ranked list given as columns (ids, scores, sections), as a Parquet row or a Trace holds it."""
-
-    ids: Sequence[Any]
-    scores: Sequence[Any]
-    sections: Sequence[Any] | None
-
-    def check(self, name: str) -> tuple[list[str], list[float] | None, list[str | None] | None]:
-        if not self.ids:  # as an empty list of entries reads: no scores
-            return [], None, None
-        plain = _plain_columns(self.ids, self.scores, self.sections)
-        if plain is not None:
-            return plain
-        missing = (None,) * len(self.ids)
-        scores = self.scores if self.scores is not None else missing
-        sections = self.sections if self.sections is not None else missing
-        return _ranked([_ranked_entry(*entry, name) for entry in zip(self.ids, scores, sections)])
-
-
-def _plain_columns(ids: Sequence[Any], scores: Sequence[Any] | None, sections: Sequence[Any] | None
-                   ) -> tuple[list[str], list[float | None] | None, list[str | None] | None] | None:
-    """What checking each entry gives, when no entry needs converting or could fail: string ids,
-    float scores (finite: their sum is) or none, string sections or none; None otherwise (then each
-    entry is checked, and converted or named in the error). The columns of a million traces."""
-    if any(type(i) is not str for i in ids):
-        return None
-    given = None
-    if scores is not None:
-        given = [s for s in scores if s is not None]
-        if any(type(s) is not float for s in given) or not math.isfinite(sum(given)):
-            return None
-    if sections is not None and any(s is not None and type(s) is not str for s in sections):
-        return None
-    return (list(ids), list(scores) if given else None,
-            list(sections) if sections is not None and any(s is not None for s in sections) else None)
-
-
-def _as_ranked_value(value: Any, name: str) -> Any:
-    return value.check(name) if type(value) is _Columns else _as_ranked(value, name)
-
-
-def _as_prompt_source(value: Any, name: str) -> str:
-    if value not in _PROMPT_SOURCES:
-        raise _fail(f"expected one of {', '.join(_PROMPT_SOURCES)}, got {value!r:.40}", name)
-    return value
-
-
-def _as_str(value: Any, name: str) -> str:
-    if type(value) is not str:
-        raise _fail(f"expected a string, got {type(value).__name__}", name)
-    return value
-
-
-def _as_bool(value: Any, name: str) -> bool:
-    if type(value) is not bool:
-        raise _fail(f"expected true or false, got {value!r:.40}", name)
-    return value
-
-
-def _as_bools(value: Any, name: str) -> list[bool]:
-    if not isinstance(value, (list, tuple)) or not all(type(v) is bool for v in value):
-        raise _fail(f"expected a list of true/false claim labels, got {value!r:.60}", name)
-    return list(value)
-
-
-#: How deeply ``meta`` may nest (objects and lists): far beyond any real metadata, and below the
-#: depth at which JSON writers give up (orjson: 254), so whatever is read can be written back.
-META_DEPTH = 64
-
-
-def too_deep(value: Any, limit: int = META_DEPTH) -> bool:
-    """Whether objects and lists nest more than ``limit`` levels deep (no recursion: any depth is safe)."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if type(node) is dict else node if type(node) is list else None
-        if children:
-            if depth > limit:
-                return True
-            stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
-    return False
-
-
-def _as_dict(value: Any, name: str) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _fail(f"expected an object, got {type(value).__name__}", name)
-    if too_deep(value):
-        raise _fail(f"nested more than {META_DEPTH} levels deep", name)
-    return value
-
-
-def _as_error(value: Any, name: str) -> dict[str, str]:
-    if not isinstance(value, dict) or set(value) - {"stage", "message"} or "stage" not in value:
-        raise _fail('expected {"stage": ..., "message": ...}', name)
-    if not isinstance(value["stage"], str) or not isinstance(value.get("message", ""), str):
-        raise _fail("stage and message must be strings", name)
-    return {"stage": value["stage"], "message": value.get("message", "")}
+    return field_error(f"unknown field (known: {', '.join(FIELDS)})", name)
 
 
 class Kind(NamedTuple):
@@ -254,16 +65,16 @@ class Kind(NamedTuple):
     arrow_plain: bool = True
 
 
-ID = Kind(_as_id, str, lambda pa: pa.string())
-TEXT = Kind(_as_str, str, lambda pa: pa.string())
-IDS = Kind(_as_ids, list[str], lambda pa: pa.list_(pa.string()))
+ID = Kind(as_id, str, lambda pa: pa.string())
+TEXT = Kind(as_str, str, lambda pa: pa.string())
+IDS = Kind(as_ids, list[str], lambda pa: pa.list_(pa.string()))
 #: A ranked list: its ids here, its scores and sections in ``<name>_scores`` and ``<name>_sections``.
-RANKED = Kind(_as_ranked_value, list[str], lambda pa: pa.list_(pa.string()))
-FLAG = Kind(_as_bool, bool, lambda pa: pa.bool_())
-FLAGS = Kind(_as_bools, list[bool], lambda pa: pa.list_(pa.bool_()))
-PROMPT_SOURCE = Kind(_as_prompt_source, None, lambda pa: pa.string(), False)
-ERROR = Kind(_as_error, None, lambda pa: pa.struct([("stage", pa.string()), ("message", pa.string())]), False)
-META = Kind(_as_dict, dict[str, Any], lambda pa: pa.string(), False)  # stored as JSON text
+RANKED = Kind(as_ranked, list[str], lambda pa: pa.list_(pa.string()))
+FLAG = Kind(as_bool, bool, lambda pa: pa.bool_())
+FLAGS = Kind(as_bools, list[bool], lambda pa: pa.list_(pa.bool_()))
+PROMPT_SOURCE = Kind(as_prompt_source, None, lambda pa: pa.string(), False)
+ERROR = Kind(as_error, None, lambda pa: pa.struct([("stage", pa.string()), ("message", pa.string())]), False)
+META = Kind(as_meta, dict[str, Any], lambda pa: pa.string(), False)  # stored as JSON text
 #: The columns of a ranked list's scores and sections, by suffix, with their Arrow types.
 RANKED_PARTS: dict[str, Callable[[Any], Any]] = {"scores": lambda pa: pa.list_(pa.float64()),
                                                  "sections": lambda pa: pa.list_(pa.string())}
@@ -375,7 +186,7 @@ def _check_field(out: dict[str, Any], name: str, value: Any) -> None:
         raise unknown_field(name)
     if value is None:
         if not spec.nullable:
-            raise _fail("must not be null", name)
+            raise field_error("must not be null", name)
         out[name] = None
     elif spec.kind is RANKED:
         out[name], out[f"{name}_scores"], out[f"{name}_sections"] = spec.kind.check(value, name)
@@ -393,7 +204,7 @@ def check_columns(names: Iterable[str]) -> None:
     for stage in RANKED_FIELDS:
         for part in RANKED_PARTS:
             if f"{stage}_{part}" in names and stage not in names:
-                raise _fail(f"{part} without the ranked list: add the '{stage}' column", f"{stage}_{part}")
+                raise field_error(f"{part} without the ranked list: add the '{stage}' column", f"{stage}_{part}")
 
 
 def check_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -409,7 +220,7 @@ def check_row(row: dict[str, Any]) -> dict[str, Any]:
             continue
         ids = row.get(stage)
         if _has_scores(ids, scores, sections, stage) and type(ids) in (list, tuple):
-            row[stage] = _Columns(ids, scores, sections)
+            row[stage] = RankedColumns(ids, scores, sections)
     return check_record(row)
 
 
@@ -418,14 +229,14 @@ def _has_scores(ids: Sequence[Any] | None, scores: Sequence[Any] | None, section
     """Whether a ranked list in columns carries scores or sections; raises when its parts do not fit its ids."""
     for part, values in (("scores", scores), ("sections", sections)):
         if ids is None and values is not None:
-            raise _fail(f"{part} without the ranked list (null or missing)", f"{name}_{part}")
+            raise field_error(f"{part} without the ranked list (null or missing)", f"{name}_{part}")
     if ids is None or (scores is None and sections is None):
         return False
     for part, values in (("scores", scores), ("sections", sections)):
         if values is not None and not isinstance(values, (list, tuple)):
-            raise _fail(f"expected a list of {part}, got {type(values).__name__} {values!r:.60}", name)
+            raise field_error(f"expected a list of {part}, got {type(values).__name__} {values!r:.60}", name)
     if any(values is not None and len(values) != len(ids) for values in (scores, sections)):
-        raise _fail(f"{len(ids)} ids but " + " and ".join(
+        raise field_error(f"{len(ids)} ids but " + " and ".join(
             f"{len(values)} {part}" for part, values in (("scores", scores), ("sections", sections))
             if values is not None), name)
     return True

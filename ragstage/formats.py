@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .atomic import check_output
+from .errors import TraceError
 from .streaming import count_jsonl
 from .tally import Tally
-from .trace import Trace, TraceError, read_traces, write_traces
+from .trace import Trace, read_traces, write_traces
 
 __all__ = ["is_parquet", "read_any", "count_file", "count_files", "convert", "input_files"]
 

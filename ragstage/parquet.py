@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -35,10 +33,13 @@ import pyarrow.parquet as pq
 
 from .arrow_rules import count_batch
 from .atomic import atomic_output
-from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_columns, check_record, check_row
-from .record import Record, as_record
-from .tally import Tally, find_duplicate, plain_group, repeated_digests, tally_records
+from .errors import TraceError
+from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, check_columns, check_record, check_row
+from .parallel_count import PartCount, count_parts
+from .rules import check_require
+from .tally import Tally, count_rows, plain_group
 from .trace import Trace
+from .typed_record import Record, as_record
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
            "write_parquet", "count_parquet"]
@@ -69,6 +70,7 @@ _ID_DICTIONARY = pa.list_(pa.dictionary(pa.int32(), pa.string()))
 _ROWS_PER_GROUP = 131_072
 _BATCH = 8_192  # rows turned into Python objects at a time: a few MB, whatever the row group's size
 _COUNT_BATCH = 16_384  # rows a count reads at a time: Arrow memory only, a few MB, for the rules over columns
+_SKIPPED_BYTES = 4 << 20  # bytes of a skipped column's text checked at a time
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
@@ -172,7 +174,7 @@ def _plain(batch: pa.RecordBatch) -> bool:
 
 
 def batch_records(batch: pa.RecordBatch) -> Iterator[Record]:
-    """The checked :class:`~ragstage.record.Record` of each row of a batch, in order.
+    """The checked :class:`~ragstage.typed_record.Record` of each row of a batch, in order.
 
     When every column holds only values its check takes as is, the records are built
     straight from the columns; otherwise each row goes through the full check, which
@@ -260,8 +262,12 @@ def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: in
     batch itself and yield nothing for it (the rows are numbered by batch, not by what it yields)."""
     try:
         skipped = [name for name in pf.schema_arrow.names if name not in columns]
-        if skipped:
-            _check_text(pf.read_row_group(group, columns=skipped), file, row)
+        if skipped:  # checked a few megabytes at a time, whatever the texts' size: never a whole column in memory
+            at = row
+            rows = _rows_in(pf, group, skipped, _SKIPPED_BYTES, batch_size)
+            for batch in pf.iter_batches(batch_size=rows, row_groups=[group], columns=skipped):
+                _check_text(batch, file, at)
+                at += batch.num_rows
         for batch in pf.iter_batches(batch_size=batch_size, row_groups=[group], columns=columns):
             _check_text(batch, file, row)
             rows, at = convert(batch), row
@@ -277,6 +283,15 @@ def _rows(file: str, pf: pq.ParquetFile, group: int, columns: list[str], row: in
             row += batch.num_rows
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"unreadable row group {group} ({exc})", path=file, line=row + 1, unit="row") from None
+
+
+def _rows_in(pf: pq.ParquetFile, group: int, names: list[str], size: int, most: int) -> int:
+    """How many rows of a row group's columns ``names`` hold about ``size`` bytes (at most ``most``),
+    from the sizes the file's metadata gives."""
+    meta = pf.metadata.row_group(group)
+    top = {meta.column(i).path_in_schema.split(".")[0]: i for i in range(meta.num_columns)}
+    width = sum(meta.column(top[name]).total_uncompressed_size for name in names if name in top)
+    return max(1, min(most, size * meta.num_rows // max(width, 1)))
 
 
 def read_parquet_records(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -302,13 +317,6 @@ def _key_columns(files: list[Path]) -> Iterator[tuple[str, int, str, str]]:
                 yield str(file), row, str(query_id), pipeline
 
 
-def _raise_duplicate(files: list[Path], suspects: set[int]) -> None:
-    duplicate = find_duplicate(_key_columns(files), suspects, "row")
-    if duplicate is not None:
-        message, file, row = duplicate
-        raise TraceError(message, path=file, line=row, field="query_id", unit="row")
-
-
 def read_parquet(path: str | Path) -> Iterator[Trace]:
     """Stream :class:`~ragstage.trace.Trace` objects from a Parquet file or folder.
 
@@ -320,7 +328,7 @@ def read_parquet(path: str | Path) -> Iterator[Trace]:
         repeated = seen.repeat(file, row, rec["query_id"], rec["pipeline"])
         if repeated:
             raise TraceError(repeated, path=file, line=row, field="query_id", unit="row")
-        yield Trace._from_clean(rec)
+        yield Trace.from_checked(rec)
 
 
 def _column_value(name: str, value: Any) -> Any:
@@ -352,38 +360,26 @@ def write_parquet(path: str | Path, records: Iterable[dict[str, Any] | Trace],
     return n
 
 
-@dataclass
-class _Share:
-    """What one worker learned from its row groups."""
-
-    tally: Tally = field(default_factory=Tally)
-    digests: bytes = b""
-    error: tuple[str, str, int | None, str | None] | None = None  # message, file, row, field
-
-
-def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> _Share:
-    out = _Share()
-    digests = array("q")
-    counts: dict[tuple, int] = {}
+def _count_groups(groups: list[tuple[Path, int]], by: str | None, require: str) -> PartCount:
+    """Count row groups: a plain batch by the rules over its columns (when the group is a column
+    read), any other checked and walked row by row, a few thousand rows at a time."""
+    out = PartCount()
+    digests, pairs = array("q"), array("I")
     by_columns = plain_group(by)
 
     def convert(batch: pa.RecordBatch) -> Iterator[Record]:
-        # A plain batch is counted by the rules over its columns; any other is checked and walked
-        # row by row, a few thousand rows at a time.
         batch = _drop_null_columns(batch)
         if by_columns and _plain(batch):
-            count_batch(batch, by, require, counts, digests)
+            count_batch(batch, by, require, out.rows, digests)
             return iter(())
         return chain.from_iterable(batch_records(batch.slice(i, _BATCH)) for i in range(0, batch.num_rows, _BATCH))
 
     try:
         groups_rows = _group_records(groups, by, False, convert, _COUNT_BATCH, by_columns)
-        records = chain.from_iterable(rows for _, _, rows in groups_rows)
-        out.tally = tally_records(records, by, require, digests)
-        out.tally.update(Tally.from_counts(counts))
+        count_rows(chain.from_iterable(rows for _, _, rows in groups_rows), out.rows, by, require, pairs)
     except TraceError as exc:  # _rows located it: path, row and field
-        out.error = (exc.detail, str(exc.path), exc.line, exc.field)
-    out.digests = digests.tobytes()
+        out.error = exc
+    out.digests, out.pairs = digests.tobytes(), pairs.tobytes()
     return out
 
 
@@ -392,25 +388,13 @@ def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = 
     """Bucket and flag counts per group for a Parquet file or folder, row groups split over workers.
 
     Duplicate keys are checked over the whole file or folder (one table), as digests; a
-    suspect digest is confirmed on the keys with a second read of two columns.
+    suspect digest is confirmed on the keys with a second read of two columns. The cycle
+    collector is paused in the process that counts, while it counts (see :mod:`ragstage.collector`).
     """
+    check_require(require)
     files = parquet_files(path)
     groups = _groups(path)
     parts = max(1, min(workers or os.cpu_count() or 1, len(groups)))
-    shares_in = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
-    if parts == 1:
-        shares = [_count_groups(groups, by, require)]
-    else:
-        with ProcessPoolExecutor(max_workers=parts) as pool:
-            shares = list(pool.map(_count_groups, shares_in, [by] * parts, [require] * parts))
-    for share in shares:
-        if share.error is not None:
-            message, file, row, fld = share.error
-            raise TraceError(message, path=file, line=row, field=fld, unit="row")
-    suspects = repeated_digests(s.digests for s in shares)
-    if suspects:
-        _raise_duplicate(files, suspects)
-    total = Tally()
-    for share in shares:
-        total.update(share.tally)
-    return total
+    shares = [groups[i * len(groups) // parts:(i + 1) * len(groups) // parts] for i in range(parts)]
+    return count_parts(_count_groups, [(share, by, require) for share in shares], str(path), "row",
+                       lambda: _key_columns(files))

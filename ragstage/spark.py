@@ -14,7 +14,6 @@ pyspark is an optional extra (``pip install 'ragstage[spark]'``); only this modu
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Callable, Iterator
 
 import pandas as pd
@@ -22,17 +21,21 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .attribution import check_require, diagnose_record
-from .fields import TraceError, check_columns, missing
+from .count_key import CODES, count_code
+from .errors import TraceError
+from .fields import check_columns, missing
 from .parquet import batch_records
+from .python_rules import flags_of, rule_of
 from .report import Comparison, comparison_from_moves, flag_table_from_counts, table_from_counts
-from .tally import Tally, group_of
+from .rules import BUCKETS, RULES, check_require
+from .tally import Tally, group_of, tally_of_rows
 
 __all__ = ["tally", "attribution_table", "flag_table", "compare"]
 
-_OUT_NAMES = ("key", "grp", "stage", "flags", "error")
-_OUT_SCHEMA = pa.schema([*((name, pa.string()) for name in _OUT_NAMES), ("pos", pa.int64())])
-_DIAGNOSED = ", ".join(f"{name} string" for name in _OUT_NAMES) + ", pos long"
+_OUT_NAMES = ("key", "grp", "stage", "error")
+_OUT_SCHEMA = pa.schema([*((name, pa.string()) for name in _OUT_NAMES), ("code", pa.int64()), ("pos", pa.int64())])
+_DIAGNOSED = ", ".join(f"{name} string" for name in _OUT_NAMES) + ", code long, pos long"
+_BUCKET_OF_RULE = tuple(BUCKETS.index(rule.outcome.value) for rule in RULES)
 
 
 def _checked_columns(df: DataFrame) -> list[str]:
@@ -43,7 +46,8 @@ def _checked_columns(df: DataFrame) -> list[str]:
 
 
 def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each executor runs on its Arrow batches: one output row per trace.
+    """The function each executor runs on its Arrow batches: one output row per trace, with its
+    bucket and its count code (:mod:`ragstage.count_key`), by the Python interpreter of the rules.
 
     A bad row ends the partition with one row holding the error (its position in the
     partition, its query_id, the field and the message), which the driver raises.
@@ -67,11 +71,12 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
                     yield pa.RecordBatch.from_pydict({**{k: [None] for k in out}, "error": [message], "pos": [pos]},
                                                      schema=_OUT_SCHEMA)
                     return
-                d = diagnose_record(rec, require)
+                found = flags_of(rec)
+                bucket = _BUCKET_OF_RULE[rule_of(rec, found, require == "any")]
                 out["key"].append(rec.query_id)
                 out["grp"].append(group_of(rec, by))
-                out["stage"].append(d.stage.value)
-                out["flags"].append(",".join(d.flags))
+                out["stage"].append(BUCKETS[bucket])
+                out["code"].append(count_code(bucket, found, rec.query_ok is not None, rec.reranked is not None))
                 out["error"].append(None)
                 out["pos"].append(pos)
             yield pa.RecordBatch.from_pydict(out, schema=_OUT_SCHEMA)
@@ -79,9 +84,8 @@ def _diagnoser(by: str | None, require: str) -> Callable[[Iterator[pa.RecordBatc
     return run
 
 
-
 def _diagnosed(df: DataFrame, by: str | None, require: str) -> DataFrame:
-    """One row per trace (key: query_id as text, group, stage, flags, error, pos: its place in ``df``)."""
+    """One row per trace (key: query_id as text, group, stage, count code, error, pos: its place in ``df``)."""
     columns = _checked_columns(df)
     return df.select(*columns, F.monotonically_increasing_id().alias("_pos")).mapInArrow(
         _diagnoser(by, require), _DIAGNOSED)
@@ -102,27 +106,24 @@ def _check_unique(df: DataFrame, keys: list[str], fail: Callable[[Any], Exceptio
 
 
 def tally(df: DataFrame, by: str | None = "pipeline", require: str = "any") -> Tally:
-    """Bucket and flag counts per group, counted by Spark; duplicate (query_id, pipeline) is an error.
+    """Bucket and flag counts per group, and what the funnel needs besides (the same :class:`~ragstage.tally.Tally`
+    as a local count), counted by Spark; duplicate (query_id, pipeline) is an error.
 
     Groups come in the order of their first trace in ``df``, as the command line lists them.
     """
-    rows = (_diagnosed(df, by, require).groupBy("grp", "stage", "flags", "error")
+    rows = (_diagnosed(df, by, require).groupBy("grp", "code", "error")
             .agg(F.count(F.lit(1)).alias("count"), F.min("pos").alias("pos")).collect())
     _raise_first_error([r for r in rows if r["error"] is not None])
     _check_unique(df, ["query_id", "pipeline"], lambda r: TraceError(
         f"duplicate query_id {r['query_id']!r} for pipeline {r.asDict().get('pipeline', 'default')!r} "
         f"({r['count']} rows)", field="query_id"))
-    first = {}
+    first: dict[str, int] = {}
     for r in rows:
         first[r["grp"]] = min(first.get(r["grp"], r["pos"]), r["pos"])
-    out = Tally()
-    for group in sorted(first, key=first.__getitem__):
-        out.buckets[group], out.flags[group] = Counter(), Counter()
+    counts: dict[str, list[int]] = {group: [0] * CODES for group in sorted(first, key=first.__getitem__)}
     for r in rows:
-        out.buckets[r["grp"]][r["stage"]] += r["count"]
-        for flag in filter(None, r["flags"].split(",")):
-            out.flags[r["grp"]][flag] += r["count"]
-    return out
+        counts[r["grp"]][r["code"]] += r["count"]
+    return tally_of_rows(counts)
 
 
 def attribution_table(df: DataFrame, by: str | None = "pipeline", require: str = "any", *,

@@ -2,40 +2,35 @@
 
 ``ragstage attribute`` must read a million traces in seconds without its memory growing
 with the file. So this path never builds :class:`~ragstage.trace.Trace` objects: each
-line is decoded and checked into a :class:`~ragstage.record.Record` (typed decoding, with
+line is decoded and checked into a :class:`~ragstage.typed_record.CountedRecord` (typed decoding, with
 :func:`~ragstage.fields.check_record` for any line the plain types do not fit) and counted
-by the loop of :class:`~ragstage.tally.Counting` (the counts of :func:`~ragstage.tally.tally_records`,
-the decoding and the walk written into one loop), which keeps only the counts and one digest per
-key. A plain file is cut into line-aligned byte ranges, one per worker process; a ``.gz``
-file is read by one process. Duplicates are located afterwards, with line numbers, by a
-second read of the file. :mod:`ragstage.formats` picks this reader or the Parquet one.
+by the loop of :func:`ragstage.python_rules.count_lines` (the counts of
+:func:`~ragstage.tally.tally_records`, the decoding and the walk written into one loop), which
+keeps only the counts and one digest per key. A plain file is cut into line-aligned byte ranges,
+one per worker process (:mod:`ragstage.parallel_count`); a ``.gz`` file is read by one process.
+Duplicates are located afterwards, with line numbers, by a second read of the file.
+:mod:`ragstage.formats` picks this reader or the Parquet one.
 """
 
 from __future__ import annotations
 
 import os
 from array import array
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache
+from io import BytesIO
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import orjson
 
 from .collector import collector_paused
+from .errors import TraceError
 from .fields import FIELDS
-from .record import COUNT_NAMES, DECODE_LINES, as_record
-from .tally import (
-    Counting,
-    Tally,
-    find_duplicate,
-    pair_digests,
-    repeated_digests,
-    tally_of_rows,
-    tally_records,
-)
-from .trace import TraceError, is_blank, line_ranges, read_records
+from .parallel_count import PartCount, count_parts
+from .python_rules import count_lines
+from .rules import check_require
+from .tally import Tally, grouper, tally_records
+from .trace import MAX_LINE_BYTES, is_blank, line_ranges, read_records
+from .typed_record import as_record
 
 __all__ = ["count_jsonl"]
 
@@ -44,62 +39,77 @@ _BLOCK = 1 << 20  # bytes of lines read at a time
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
 
-@dataclass
-class _Chunk:
-    """What one worker learned from its byte range of a file."""
+def _line_blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
+    """The lines that start in ``[start, end)``, a list per megabyte read; the last line may end
+    past ``end``, and a line that starts there belongs to the next range.
 
-    lines: int = 0
-    tally: Tally = field(default_factory=Tally)
-    digests: bytes = b""
-    error: tuple[int, str, str | None] | None = None  # (line within chunk, message, field)
-
-
-def _blocks(path: str, start: int, end: int) -> Iterator[list[bytes]]:
-    """The lines that start in ``[start, end)``, in blocks of about a megabyte (``readlines`` splits
-    them in C); a line read past the range's end belongs to the next range and is dropped. The file is
-    read a block at a time too (the default buffer of 8 KB would cost a system call per 8 KB)."""
-    with open(path, "rb", buffering=_BLOCK) as handle:
+    The file is read a megabyte at a time, and cut into lines in C (``BytesIO.readlines``). A line
+    is never held longer than :data:`~ragstage.trace.MAX_LINE_BYTES`: a longer one is an error
+    naming its line (counted from ``start``), as in every other reader, before more of it is read."""
+    with open(path, "rb", buffering=0) as handle:
         handle.seek(start)
-        left = end - start
-        while left > 0:
-            block = handle.readlines(min(left, _BLOCK))
-            if not block:
-                break
-            size = sum(map(len, block))
-            while size > left:  # readlines stops only once it has read more than asked
-                size -= len(block.pop())
-            left -= size
-            yield block
+        at = start  # where the line being read starts
+        head: list[bytes] = []  # its pieces read so far, and their size
+        held = lines = 0
+        while at < end:
+            data = handle.read(_BLOCK)
+            if not data:
+                if head:
+                    yield [b"".join(head)]
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                lines_of = BytesIO(data)  # shares the bytes: no copy
+                first = b"".join([*head, lines_of.readline()]) if head else None
+                ended = lines_of.readlines()
+                if cut < len(data):
+                    ended.pop()  # the line that runs on past this read
+                if first is not None:
+                    ended.insert(0, first)
+                if len(ended[0]) > MAX_LINE_BYTES:
+                    raise _too_long(lines + 1)
+                size = held + cut
+                if at + size > end:  # the range ends among these lines: keep those that start before its end
+                    ended = _starting_before(ended, end - at)
+                lines += len(ended)
+                yield ended
+                at += size
+                head, held = [], 0
+            if cut < len(data):
+                head.append(data[cut:])
+                held += len(data) - cut
+                if held > MAX_LINE_BYTES:
+                    raise _too_long(lines + 1)
 
 
-#: One range's loop: each line decoded by the lines of :data:`~ragstage.record.DECODE_LINES` (a blank
-#: line skipped, anything else that is not JSON an error), then counted by :class:`~ragstage.tally.Counting`'s
-#: lines; ``chunk.lines`` counts the lines read, up to and including one that raised.
-_LOOP = ["lines = 0", "try:", "    for block in blocks:", "        for line in block:"]
-_DECODE = ["lines += 1", "try:", *("    " + s for s in DECODE_LINES),
-           "except _JSONDecodeError:", "    if _is_blank(line):", "        continue", "    raise"]
+def _starting_before(lines: list[bytes], end: int) -> list[bytes]:
+    """The first lines that start less than ``end`` bytes in."""
+    at = 0
+    for i, line in enumerate(lines):
+        if at >= end:
+            return lines[:i]
+        at += len(line)
+    return lines
 
 
-@lru_cache(maxsize=None)
-def _range_counter(by: str | None, require: str) -> Callable[..., None]:
-    return Counting(by, require).compile("def _count_lines(blocks, rows, append, chunk):", _LOOP,
-                                         ["finally:", "    chunk.lines = lines"], _DECODE, **COUNT_NAMES,
-                                         _JSONDecodeError=orjson.JSONDecodeError, _is_blank=is_blank)
+def _too_long(line: int) -> TraceError:
+    return TraceError(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", line=line)
 
 
-def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> _Chunk:
-    out = _Chunk()
-    digests = array("I")
-    rows: dict[str, list[int]] = {}
+def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> PartCount:
+    """Count the lines that start in ``[start, end)``; an error's line is counted from ``start``."""
+    out = PartCount()
+    pairs = array("I")
+    read = [0]
     try:
         with collector_paused():
-            _range_counter(by, require)(_blocks(path, start, end), rows, digests.append, out)
+            count_lines(_line_blocks(path, start, end), out.rows, pairs.append, grouper(by), require == "any", read)
     except orjson.JSONDecodeError as exc:
-        out.error = (out.lines, f"invalid JSON ({exc})", None)
-    except TraceError as exc:
-        out.error = (out.lines, exc.detail, exc.field)
-    out.tally = tally_of_rows(rows)
-    out.digests = digests.tobytes()
+        out.error = TraceError(f"invalid JSON ({exc})", line=read[0])
+    except TraceError as exc:  # a line too long is found before it is counted, and names its own line
+        out.error = TraceError(exc.detail, line=read[0] if exc.line is None else exc.line, field=exc.field)
+    out.pairs = pairs.tobytes()
+    out.positions = read[0]
     return out
 
 
@@ -121,36 +131,16 @@ def _line_keys(path: Path) -> Iterator[tuple[str, int, str, str]]:
 
 def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "any",
                 workers: int | None = None) -> Tally:
-    """Bucket and flag counts per group for one ``.jsonl`` (split over workers) or ``.jsonl.gz`` file."""
+    """Bucket and flag counts per group for one ``.jsonl`` (split over workers) or ``.jsonl.gz`` file.
+
+    The cycle collector is paused in the process that counts, while it counts (see
+    :mod:`ragstage.collector`)."""
+    check_require(require)
     path = Path(path)
     if path.suffix == ".gz" or not path.is_file():
         # Compressed streams cannot be split by byte offset: read them in order (read_records
         # checks duplicates itself, so the digests are not needed).
         return tally_records((as_record(rec) for _, rec in read_records(path)), by, require)
-    workers = workers or os.cpu_count() or 1
-    ranges = _ranges(path, workers)
-    if len(ranges) == 1:
-        chunks = [_count_range(str(path), *ranges[0], by, require)]
-    else:
-        with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
-            futures = [pool.submit(_count_range, str(path), a, b, by, require) for a, b in ranges]
-            # Every worker has started by now (submit starts one per range); numpy, which the duplicate
-            # check needs once they are done, loads while they count instead of after.
-            import numpy  # noqa: F401
-            chunks = [f.result() for f in futures]
-    offset = 0
-    for chunk in chunks:
-        if chunk.error is not None:
-            line, message, fld = chunk.error
-            raise TraceError(message, path=str(path), line=offset + line, field=fld)
-        offset += chunk.lines
-    suspects = repeated_digests(pair_digests(c.digests) for c in chunks)
-    if suspects:
-        duplicate = find_duplicate(_line_keys(path), suspects, "line")
-        if duplicate is not None:
-            message, _, line = duplicate
-            raise TraceError(message, path=str(path), line=line, field="query_id")
-    total = Tally()
-    for chunk in chunks:
-        total.update(chunk.tally)
-    return total
+    ranges = _ranges(path, workers or os.cpu_count() or 1)
+    return count_parts(_count_range, [(str(path), a, b, by, require) for a, b in ranges], str(path), "line",
+                       lambda: _line_keys(path))

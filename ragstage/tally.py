@@ -1,12 +1,14 @@
 """Counting diagnosed traces, whatever read them: the tally, the grouping rule, the duplicate check.
 
-Every counter in the project feeds :func:`tally_records`, or gives it the same keys: the JSON
-Lines ranges of :mod:`ragstage.streaming`, the in-memory traces of :mod:`ragstage.report`, the
-Parquet batches that need a row-by-row check, and (through the same keys and digests) the
-plain Parquet batches that :func:`ragstage.arrow_rules.count_batch` counts over columns. So
-``ragstage attribute`` and a notebook's table count the same way. The one thing a counter must
-remember per trace is its (query_id, pipeline) key, for the duplicate check: an 8-byte digest
-of it (8 MB per million traces), not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
+Every counter in the project fills the same rows of counts per group (one count per code of
+:mod:`ragstage.count_key`) and folds them into a :class:`Tally` with :func:`tally_of_rows`: the
+in-memory traces of :mod:`ragstage.report` and the Parquet batches that need a row-by-row check
+through :func:`count_rows`, the JSON Lines ranges of :mod:`ragstage.streaming` through the same
+loop with the decoding written in, and the plain Parquet batches that
+:func:`ragstage.arrow_rules.count_batch` counts over columns. So ``ragstage attribute`` and a
+notebook's table count the same way. The one thing a counter must remember per trace is its
+(query_id, pipeline) key, for the duplicate check: an 8-byte digest of it (8 MB per million
+traces), not the strings; a repeated digest is confirmed or dismissed on the keys afterwards
 (:func:`find_duplicate`), by a second read that gives the reader's line or row numbers.
 """
 
@@ -17,25 +19,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 from zlib import adler32, crc32
 
-from .attribution import (
-    BUCKETS,
-    FLAG_COMBINATIONS,
-    RULES,
-    WALK_NAMES,
-    Checked,
-    Stage,
-    check_require,
-    outcome,
-    walk_lines,
-)
+from .attribution import Checked
 from .collector import collector_paused
+from .count_key import split_code
 from .fields import FIELDS, FirstSeen
+from .python_rules import count_records
+from .rules import BUCKETS, FLAG_COMBINATIONS, check_require
 
-__all__ = ["Tally", "tally_records", "group_of", "plain_group", "key_digest", "key_digests", "pair_digests",
-           "repeated_digests", "find_duplicate", "Counting", "count_records", "tally_of_rows"]
+__all__ = ["Tally", "tally_records", "count_rows", "tally_of_rows", "group_of", "grouper", "plain_group", "key_digest",
+           "key_digests", "pair_digests", "repeated_digests", "find_duplicate"]
 
 
 def key_digest(query_id: str, pipeline: str) -> int:
@@ -110,7 +105,7 @@ def _crc_table() -> Any:
 
 def pair_digests(pairs: bytes) -> Any:
     """:func:`key_digest` of keys whose CRC-32 and Adler-32 were kept side by side (an ``array("I")``
-    of pairs, as :class:`Counting` keeps them), as an int64 numpy array."""
+    of pairs, as the counting loops keep them), as an int64 numpy array."""
     import numpy as np
 
     pair = np.frombuffer(pairs, np.uint32).reshape(-1, 2).astype(np.uint64)
@@ -161,10 +156,19 @@ def plain_group(by: str | None) -> bool:
                           and spec.default is not None)
 
 
-def _grouper(by: str | None) -> Callable[[Checked], str]:
-    """:func:`group_of` for one ``by``, as the cheapest function that gives the same answer:
-    a plain attribute read when the group is a plain read (:func:`plain_group`)."""
-    if by is not None and plain_group(by):
+def _all(rec: Checked) -> str:
+    return "all"
+
+
+def grouper(by: str | None) -> Callable[[Checked], str] | None:
+    """:func:`group_of` for one ``by``, as the counting loops take it: None for ``pipeline`` (read
+    in the loop), else the cheapest function that gives the same answer (an attribute read when
+    the group is a plain read, see :func:`plain_group`)."""
+    if by == "pipeline":
+        return None
+    if by is None:
+        return _all
+    if plain_group(by):
         return attrgetter(by)
     return partial(group_of, by=by)
 
@@ -191,128 +195,49 @@ class Tally:
             self.query_judged.setdefault(group, Counter()).update(bucket)
         self.reranked.update(other.reranked)
 
-    @classmethod
-    def from_counts(cls, counts: dict[tuple, int]) -> "Tally":
-        """From :func:`tally_records`' ``{(group, stage, flags, query judged, reranked): count}``."""
-        tally = cls()
-        for (group, stage, flags, query_judged, reranked), k in counts.items():
-            tally.buckets.setdefault(group, Counter())[stage.value] += k
-            flag_counts = tally.flags.setdefault(group, Counter())
-            for flag in flags:
-                flag_counts[flag] += k
-            if query_judged:
-                tally.query_judged.setdefault(group, Counter())[stage.value] += k
-            if reranked:
-                tally.reranked[group] += k
-        return tally
-
     def totals(self) -> dict[str, int]:
         """Traces per group (the denominator of a flag's share)."""
         return {group: sum(bucket.values()) for group, bucket in self.buckets.items()}
 
 
-def tally_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
-                  digests: array | None = None) -> Tally:
-    """Diagnose checked traces and count them per group; each key's digest appended to ``digests``.
-
-    The one loop every reader feeds, so they all count the same way. A tuple key per trace
-    is cheaper to count than a :class:`Tally` is to update; :meth:`Tally.from_counts` folds
-    the few keys afterwards.
-    """
-    counts: dict[tuple, int] = {}
-    append = (digests if digests is not None else array("q")).append
-    check_require(require)
-    get, walk, digest, group = counts.get, outcome, key_digest, _grouper(by)
-    with collector_paused():
-        for rec in records:
-            append(digest(rec.query_id, rec.pipeline))
-            stage, flags = walk(rec, require)
-            key = (group(rec), stage, flags, rec.query_ok is not None, rec.reranked is not None)
-            counts[key] = get(key, 0) + 1
-    return Tally.from_counts(counts)
-
-
-#: A :class:`Counting` row per group: one count per (bucket, flag mask, query judged, reranked) code.
-_CODES = len(BUCKETS) * len(FLAG_COMBINATIONS) * 4
-
-
-class Counting:
-    """The counting loop of :func:`tally_records` for one ``by`` and ``require``, written out once as
-    plain Python around the lines of :func:`~ragstage.attribution.walk_lines`: no call per rule or
-    per trace for the walk, and an integer code per (bucket, flags, query judged, reranked) counted
-    in a list per group instead of a tuple key per trace. Each key's digest is kept as its CRC-32
-    and Adler-32 side by side (:func:`pair_digests` gives the :func:`key_digest` values).
-
-    ``lines(head, depth)`` gives the counting lines of one trace (``rec``) to put in a loop, and
-    ``names`` what they read besides; :meth:`count` runs them over records. ``tests/test_tally.py``
-    checks that the counts equal :func:`tally_records`' on random traces and any split of them.
-    """
-
-    def __init__(self, by: str | None = "pipeline", require: str = "any") -> None:
-        check_require(require)
-        self.by, self.require = by, require
-        self.names: dict[str, Any] = {**WALK_NAMES, "_crc32": crc32, "_adler32": adler32, "_group": _grouper(by),
-                                      "_CODES": _CODES}
-        self._count = self.compile("def _count(records, rows, append):", ["for rec in records:"])
-
-    def lines(self) -> list[str]:
-        """The counting of one checked trace ``rec`` into ``rows`` (and its digest pair into ``append``)."""
-        by = self.by
-        group = '"all"' if by is None else f"rec.{by}" if plain_group(by) else "_group(rec)"
-        step = len(FLAG_COMBINATIONS) * 4
-        return ["key = f'{rec.query_id}\\x00{rec.pipeline}'.encode()",
-                "append(_crc32(key))",
-                "append(_adler32(key))",
-                *walk_lines(self.require, lambda i, rule: str(BUCKETS.index(rule.outcome.value) * step)),
-                f"group = {group}",
-                "row = rows.get(group)",
-                "if row is None:",
-                "    row = rows[group] = [0] * _CODES",
-                "row[decided + found * 4 + (rec.query_ok is not None) * 2 + (rec.reranked is not None)] += 1"]
-
-    def compile(self, head: str, loop: Sequence[str], tail: Sequence[str] = (), before: Sequence[str] = (),
-                **names: Any) -> Callable[..., Any]:
-        """A function: ``head`` (its ``def`` line), then ``loop`` (body lines, indented relative to the
-        body, the last one opening the block run per trace), in that block the ``before`` lines (which
-        bind ``rec``) and the counting lines, then ``tail``. It reads :attr:`names` and ``names``."""
-        inner = " " * (4 + len(loop[-1]) - len(loop[-1].lstrip()) + 4)
-        source = "\n".join([head, *("    " + line for line in loop),
-                             *(inner + line for line in [*before, *self.lines()]),
-                             *("    " + line for line in tail)])
-        namespace = {**self.names, **names}
-        name = head.split()[1].split("(")[0]
-        exec(compile(source, f"<ragstage.tally {name}>", "exec"), namespace)  # noqa: S102 - source built above
-        function = namespace[name]
-        function.source = source
-        return function
-
-    def count(self, records: Iterable[Checked], rows: dict[str, list[int]], digests: array) -> None:
-        """Count checked records into ``rows``, their digest pairs into ``digests`` (an ``array("I")``)."""
-        with collector_paused():
-            self._count(records, rows, digests.append)
-
-
 def tally_of_rows(rows: dict[str, list[int]]) -> Tally:
-    """The :class:`Tally` of :class:`Counting`'s rows."""
-    counts: dict[tuple, int] = {}
-    masks = len(FLAG_COMBINATIONS)
+    """The :class:`Tally` of rows of counts per group, indexed by :func:`~ragstage.count_key.count_code`."""
+    tally = Tally()
     for group, row in rows.items():
+        buckets = tally.buckets.setdefault(group, Counter())
+        flags = tally.flags.setdefault(group, Counter())
         for code, k in enumerate(row):
             if k:
-                rest, ranked = divmod(code, 2)
-                rest, judged = divmod(rest, 2)
-                bucket, mask = divmod(rest, masks)
-                counts[(group, _STAGE_OF[bucket], FLAG_COMBINATIONS[mask], bool(judged), bool(ranked))] = k
-    return Tally.from_counts(counts)
+                bucket, mask, judged, reranked = split_code(code)
+                buckets[BUCKETS[bucket]] += k
+                for name in FLAG_COMBINATIONS[mask]:
+                    flags[name] += k
+                if judged:
+                    tally.query_judged.setdefault(group, Counter())[BUCKETS[bucket]] += k
+                if reranked:
+                    tally.reranked[group] += k
+    return tally
 
 
-_STAGE_OF = tuple(Stage(b) for b in BUCKETS)
-assert {rule.outcome for rule in RULES} <= set(_STAGE_OF)
+def count_rows(records: Iterable[Checked], rows: dict[str, list[int]], by: str | None = "pipeline",
+               require: str = "any", pairs: array | None = None) -> None:
+    """Diagnose checked traces and count them into ``rows`` ({group: counts per count code}); each
+    key's CRC-32 and Adler-32 appended to ``pairs`` (an ``array("I")``, see :func:`pair_digests`).
+
+    The one loop every reader feeds, so they all count the same way: the Python interpreter's
+    walk written into a loop (:func:`ragstage.python_rules.count_records`). The cycle collector is
+    paused while it runs (see :mod:`ragstage.collector`)."""
+    check_require(require)
+    append = (pairs if pairs is not None else array("I")).append
+    with collector_paused():
+        count_records(records, rows, append, grouper(by), require == "any")
 
 
-def count_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
-                  digests: array | None = None) -> Tally:
-    """:func:`tally_records` by the loop of :class:`Counting`; digest pairs go to ``digests`` (``array("I")``)."""
+def tally_records(records: Iterable[Checked], by: str | None = "pipeline", require: str = "any",
+                  pairs: array | None = None) -> Tally:
+    """Diagnose checked traces and count them per group (:func:`count_rows`), as a :class:`Tally`.
+
+    The cycle collector is paused while the loop runs (see :mod:`ragstage.collector`)."""
     rows: dict[str, list[int]] = {}
-    Counting(by, require).count(records, rows, digests if digests is not None else array("I"))
+    count_rows(records, rows, by, require, pairs)
     return tally_of_rows(rows)

@@ -2,7 +2,7 @@
 
 :class:`Trace` is the record the report, the widgets and the comparison share; the files
 are JSON Lines (``.jsonl`` or ``.jsonl.gz``). What each field may hold, and the check every
-reader runs, live in :mod:`ragstage.fields`; this module re-exports its public names.
+reader runs, live in :mod:`ragstage.fields`; bad input raises :class:`~ragstage.errors.TraceError`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,13 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, Typ
 import orjson
 
 from .atomic import atomic_output
-from .fields import FIELDS, RANKED_FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_record, check_row, ranked_entries
+from .errors import TraceError
+from .fields import FIELDS, RANKED_FIELDS, RANKED_PARTS, FirstSeen, check_record, check_row, ranked_entries
 
 T = TypeVar("T")
 
 __all__ = [
-    "FIELDS",
     "Trace",
-    "TraceError",
-    "check_record",
     "is_blank",
     "iter_json_lines",
     "line_ranges",
@@ -83,25 +81,28 @@ class Trace:
     def __post_init__(self) -> None:
         # Route keyword construction through the same checks as file input, so
         # Trace(query_id="q", gold="d1") fails exactly like a bad JSON line does.
-        self.__dict__.update(_frozen(check_row(dict(self.__dict__))))  # frozen: fill __dict__, as _from_clean does
+        self.__dict__.update(_frozen(check_row(dict(self.__dict__))))  # frozen: fill __dict__, as from_checked does
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "Trace":
         """Build a trace from a decoded JSON object (the on-disk form)."""
-        return cls._from_clean(check_record(dict(record)))
+        return cls.from_checked(check_record(dict(record)))
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Trace":
         """Build a trace from columns, a ranked list's scores and sections in ``<stage>_scores``
         and ``<stage>_sections`` (a Parquet row's form): checked as :meth:`from_dict` checks the
         same list as entries, with the same errors, without an entry object per item."""
-        return cls._from_clean(check_row(dict(row)))
+        return cls.from_checked(check_row(dict(row)))
 
     @classmethod
-    def _from_clean(cls, clean: Mapping[str, Any]) -> "Trace":
-        # `clean` came out of check_record already (exactly the fields, checked): skip checking
-        # it a second time, and fill the frozen instance's __dict__ in one call rather than
-        # 26 object.__setattr__ calls, which made up most of reading a trace.
+    def from_checked(cls, clean: Mapping[str, Any]) -> "Trace":
+        """A trace of a record :func:`~ragstage.fields.check_record` (or ``check_row``) returned:
+        exactly the fields, checked and normalised, so not checked again.
+
+        The frozen instance's ``__dict__`` is filled in one call rather than by 26
+        ``object.__setattr__`` calls, which made up most of reading a trace (a comparison of two
+        runs of 250,000 traces: 9.8 s against 6.3 s)."""
         obj = object.__new__(cls)
         obj.__dict__.update(_frozen(clean))
         return obj
@@ -113,7 +114,7 @@ class Trace:
     def _on_disk(self, copy: bool) -> dict[str, Any]:
         """:meth:`to_dict`; with ``copy=False`` the held tuples and ``meta`` as they are, for a
         JSON writer, which writes a tuple as a list."""
-        held = self.__dict__  # every field (see _from_clean and __post_init__): read without getattr
+        held = self.__dict__  # every field (see from_checked and __post_init__): read without getattr
         out = {}
         for name in FIELDS:
             value = held[name]
@@ -290,7 +291,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def read_traces(path: str | Path) -> Iterator[Trace]:
     """Stream :class:`Trace` objects from a ``.jsonl`` or ``.jsonl.gz`` file."""
     for _, rec in read_records(path):
-        yield Trace._from_clean(rec)
+        yield Trace.from_checked(rec)
 
 
 def trace_line(trace: Trace) -> bytes:

@@ -1,86 +1,34 @@
-"""The rule table's two interpreters agree: the walk over one trace and the one over Arrow columns.
-
-Like a measure run through several providers, every trace must get the same bucket and the
-same flags from :func:`ragstage.attribution.outcome` (the walk) and from
-:func:`ragstage.arrow_rules.outcomes` (the columns), on random batches with empty lists,
-repeated ids, missing columns, nulls, refusals, service failures and both flags; and a Parquet
-count must equal the JSON Lines count of the same traces.
-"""
+"""The Arrow interpreter's counting: a counted batch, its key digests, and a Parquet count against
+the JSON Lines count of the same traces (what each trace's bucket and flags are is
+``test_rule_conformance.py``'s)."""
 
 from array import array
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trace_sets import synthetic
+from trace_sets import arrow_batch, random_traces, synthetic
 
 from ragstage import Trace, write_traces
-from ragstage.arrow_rules import COLUMN_TESTS, count_batch, outcomes
-from ragstage.attribution import FLAG_COMBINATIONS, FLAG_RULES, PYTHON_TESTS, RULES, TESTS, TEXT_TESTS, outcome
+from ragstage.arrow_rules import count_batch
 from ragstage.formats import count_file
-from ragstage.parquet import SCHEMA, count_parquet, write_parquet
-from ragstage.tally import Tally, key_digest, key_digests, tally_records
-
-IDS = st.lists(st.sampled_from(["g1", "g2", "d1", "d2", "d3"]), max_size=5)  # repeats allowed
-ANSWERS = st.sampled_from(["", "ID: d1", "It is 20 weeks [1].", "It is 20 weeks.", "See [9].", "[2] and [1]",
-                           "Two. 3 [1].", "x [0]"])
-OPTIONAL = ["reranked", "prompt", "truncated", "answer_ids", "correct", "claims", "complete", "query_ok", "error",
-            "answer", "answerable", "refused", "pipeline"]
-
-
-@st.composite
-def trace_rows(draw):
-    """A trace with every field the rules read, each optional one null or not."""
-    maybe = lambda s: st.none() | s  # noqa: E731
-    return Trace(query_id=draw(st.sampled_from(["q1", "q2", "q3"])), pipeline=draw(st.sampled_from(["a", "b"])),
-                 gold=draw(IDS), retrieved=draw(IDS), reranked=draw(maybe(IDS)), prompt=draw(maybe(IDS)),
-                 truncated=draw(maybe(IDS)), answer_ids=draw(maybe(IDS)), answer=draw(ANSWERS),
-                 answerable=draw(st.booleans()), refused=draw(st.booleans()), correct=draw(maybe(st.booleans())),
-                 claims=draw(maybe(st.lists(st.booleans(), max_size=3))), complete=draw(maybe(st.booleans())),
-                 query_ok=draw(maybe(st.booleans())),
-                 error=draw(st.none() | st.none() | st.just({"stage": "retrieval", "message": "down"})))
-
-
-def _batch(traces, dropped=(), dictionary=False):
-    """The traces as one Arrow batch of the schema's columns, less ``dropped`` (each field then at
-    its default, as in a file without that column); id lists dictionary-encoded if asked."""
-    names = ["query_id", "gold", "retrieved", *(c for c in OPTIONAL if c not in dropped)]
-    rows = [{c: list(v) if isinstance(v := getattr(t, c), tuple) else v for c in names} for t in traces]
-    batch = pa.RecordBatch.from_pylist(rows, schema=pa.schema([SCHEMA.field(c) for c in names]))
-    if dictionary:
-        ids = pa.list_(pa.dictionary(pa.int32(), pa.string()))
-        batch = pa.RecordBatch.from_arrays(
-            [c.cast(ids) if c.type == pa.list_(pa.string()) else c for c in batch.columns], names=names)
-    return batch
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(trace_rows(), min_size=1, max_size=12), st.sets(st.sampled_from(OPTIONAL)),
-       st.sampled_from(["any", "all"]), st.booleans())
-def test_the_column_interpreter_gives_every_trace_the_walks_bucket_and_flags(traces, dropped, require, dictionary):
-    defaults = {name: getattr(Trace(query_id="x"), name) for name in dropped}
-    traces = [t.replace(**defaults) for t in traces]  # what a file without those columns holds
-    rule, flags = outcomes(_batch(traces, dropped, dictionary), require)
-    got = [(RULES[r].outcome, FLAG_COMBINATIONS[f]) for r, f in zip(rule, flags)]
-    assert got == [outcome(t, require) for t in traces]
+from ragstage.parquet import count_parquet, write_parquet
+from ragstage.tally import key_digest, key_digests, pair_digests, tally_of_rows, tally_records
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(trace_rows(), min_size=1, max_size=12), st.sampled_from(["pipeline", None]),
+@given(st.lists(random_traces(), min_size=1, max_size=12), st.sampled_from(["pipeline", None]),
        st.sampled_from(["any", "all"]))
 def test_a_counted_batch_equals_the_walks_tally_and_digests(traces, by, require):
     traces = [t.replace(error=None) for t in traces]  # a batch with a service failure is walked row by row
-    batch = _batch(traces)
-    counts, digests, walked = {}, array("q"), array("q")
-    count_batch(batch, by, require, counts, digests)
+    batch = arrow_batch(traces)
+    rows, digests, walked = {}, array("q"), array("I")
+    count_batch(batch, by, require, rows, digests)
     want = tally_records(traces, by, require, walked)
-    got = Tally.from_counts(counts)
-    assert (got.buckets, got.flags, got.query_judged, got.reranked) == (
-        want.buckets, want.flags, want.query_judged, want.reranked)
-    assert list(digests) == list(walked)
+    assert tally_of_rows(rows) == want
+    assert list(digests) == pair_digests(walked.tobytes()).tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,12 +44,6 @@ def test_key_digests_of_byte_columns_are_the_digests_of_each_key(keys):
         return
     got = key_digests([column([q for q, _ in keys]), column([p for _, p in keys])])
     assert list(got) == [key_digest(q, p) for q, p in keys]
-
-
-def test_every_kind_of_test_has_both_meanings_and_the_table_ends_with_no_test():
-    used = {t.kind for rule in (*RULES, *FLAG_RULES) for t in rule.tests}
-    assert used == set(TESTS) == set(PYTHON_TESTS) == set(COLUMN_TESTS) | set(TEXT_TESTS)
-    assert RULES[-1].tests == () and all(rule.tests for rule in RULES[:-1])
 
 
 @pytest.mark.parametrize("by, require", [("pipeline", "any"), (None, "all"), ("kind", "any")])

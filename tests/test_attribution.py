@@ -4,32 +4,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstage import BUCKETS, Stage, Trace, diagnose, replay
+from ragstage import BUCKETS, Outcome, Trace, diagnose, replay
 from ragstage.attribution import FLAGS, REASONS, RIGHT, SEVERITY, UNDECIDED, survives
 from ragstage.fixtures import load_traces
 
 
 def test_five_cases_of_the_hand_fixture(five_cases):
     got = {t.query_id: diagnose(t).stage for t in five_cases}
-    assert got == {"A": Stage.RETRIEVAL, "B": Stage.RERANKING, "C": Stage.GENERATION,
-                   "D": Stage.PROMPT_ASSEMBLY, "E": Stage.NONE}
+    assert got == {"A": Outcome.RETRIEVAL, "B": Outcome.RERANKING, "C": Outcome.GENERATION,
+                   "D": Outcome.PROMPT_ASSEMBLY, "E": Outcome.NONE}
 
 
 def test_service_failure_and_unlabelled_question_are_not_relevance_failures():
     got = {t.query_id: diagnose(t) for t in load_traces("five_cases", "not_relevance.jsonl")}
-    assert got["F"].stage is Stage.ENDPOINT_UNAVAILABLE
+    assert got["F"].stage is Outcome.ENDPOINT_UNAVAILABLE
     assert "retired" in got["F"].reason and "reranking" in got["F"].reason
-    assert got["G"].stage is Stage.LABEL_MISSING
+    assert got["G"].stage is Outcome.LABEL_MISSING
     assert got["G"].recall is None and got["G"].retention is None
 
 
 @pytest.mark.parametrize("case, recall, retention, support, stage", [
-    ("retrieval-miss", 0.0, 0.0, 0.0, Stage.RETRIEVAL),
-    ("context-dropped", 1.0, 0.0, 0.0, Stage.PROMPT_ASSEMBLY),
-    ("unsupported-answer", 1.0, 1.0, 0.5, Stage.GENERATION),
-    ("supported-answer", 1.0, 1.0, 1.0, Stage.UNJUDGED),  # support is not correctness
-    ("correct-refusal", None, None, None, Stage.CORRECT_REFUSAL),
-    ("unnecessary-refusal", 1.0, 1.0, None, Stage.GENERATION),
+    ("retrieval-miss", 0.0, 0.0, 0.0, Outcome.RETRIEVAL),
+    ("context-dropped", 1.0, 0.0, 0.0, Outcome.PROMPT_ASSEMBLY),
+    ("unsupported-answer", 1.0, 1.0, 0.5, Outcome.GENERATION),
+    ("supported-answer", 1.0, 1.0, 1.0, Outcome.UNJUDGED),  # support is not correctness
+    ("correct-refusal", None, None, None, Outcome.CORRECT_REFUSAL),
+    ("unnecessary-refusal", 1.0, 1.0, None, Outcome.GENERATION),
 ])
 def test_six_audit_cases_with_require_all(audit_cases, case, recall, retention, support, stage):
     d = diagnose(audit_cases[case], require="all")
@@ -54,58 +54,58 @@ def base(**kw):
 
 def test_exercises_of_the_audit_article(audit_cases):
     moved = audit_cases["context-dropped"].replace(prompt=["returns-v1", "returns-v2"])
-    assert diagnose(moved, "all").stage is Stage.GENERATION
+    assert diagnose(moved, "all").stage is Outcome.GENERATION
     supported = diagnose(audit_cases["unsupported-answer"].replace(claims=[True, True]), "all")
-    assert supported.stage is Stage.UNJUDGED and "correctness was not judged" in supported.reason
+    assert supported.stage is Outcome.UNJUDGED and "correctness was not judged" in supported.reason
     missing = audit_cases["correct-refusal"].replace(refused=False)
     d = diagnose(missing, "all")
-    assert d.stage is Stage.MISSING_REFUSAL and d.recall is None
+    assert d.stage is Outcome.MISSING_REFUSAL and d.recall is None
     two = Trace(query_id="two", gold=["a", "b"], retrieved=["a", "x"], prompt=["a"], claims=[True])
     assert diagnose(two, "all").recall == 0.5
-    assert diagnose(two, "all").stage is Stage.RETRIEVAL
-    assert diagnose(two, "any").stage is Stage.UNJUDGED
+    assert diagnose(two, "all").stage is Outcome.RETRIEVAL
+    assert diagnose(two, "any").stage is Outcome.UNJUDGED
 
 
 def test_absent_reranked_means_no_reranking_stage():
-    assert diagnose(base(reranked=None, answer_ids=["g"])).stage is Stage.NONE
-    assert diagnose(base(reranked=[], answer_ids=["g"])).stage is Stage.RERANKING
+    assert diagnose(base(reranked=None, answer_ids=["g"])).stage is Outcome.NONE
+    assert diagnose(base(reranked=[], answer_ids=["g"])).stage is Outcome.RERANKING
 
 
 def test_prompt_not_logged_is_neither_a_loss_nor_right():
     for judged in (dict(correct=False), dict(correct=True), dict(answer_ids=["g"])):
         d = diagnose(base(prompt=None, **judged))
-        assert d.stage is Stage.NOT_LOGGED and "not logged" in d.reason and d.retention is None
+        assert d.stage is Outcome.NOT_LOGGED and "not logged" in d.reason and d.retention is None
         assert not d.right
     # a loss at a logged stage upstream is still named
-    assert diagnose(base(prompt=None, reranked=["x"])).stage is Stage.RERANKING
+    assert diagnose(base(prompt=None, reranked=["x"])).stage is Outcome.RERANKING
 
 
 def test_truncated_gold_is_an_assembly_loss_with_its_own_reason():
     d = diagnose(base(prompt=["x"], truncated=["g"], answer_ids=["x"]))
-    assert d.stage is Stage.PROMPT_ASSEMBLY and d.reason.startswith("truncated")
+    assert d.stage is Outcome.PROMPT_ASSEMBLY and d.reason.startswith("truncated")
     assert "truncated" not in diagnose(base(prompt=["x"], truncated=["x"])).reason
 
 
 def test_query_understanding_comes_before_retrieval():
-    assert diagnose(base(query_ok=False, retrieved=[])).stage is Stage.QUERY_UNDERSTANDING
-    assert diagnose(base(query_ok=True, answer_ids=["g"])).stage is Stage.NONE
+    assert diagnose(base(query_ok=False, retrieved=[])).stage is Outcome.QUERY_UNDERSTANDING
+    assert diagnose(base(query_ok=True, answer_ids=["g"])).stage is Outcome.NONE
 
 
 def test_error_comes_first():
     d = diagnose(base(error={"stage": "generation", "message": "timeout"}, answerable=False))
-    assert d.stage is Stage.ENDPOINT_UNAVAILABLE
+    assert d.stage is Outcome.ENDPOINT_UNAVAILABLE
 
 
 def test_judgement_order_correct_then_answer_ids_then_claims():
-    assert diagnose(base(correct=True, answer_ids=["x"], claims=[False])).stage is Stage.NONE
-    assert diagnose(base(answer_ids=["g"], claims=[False])).stage is Stage.NONE
-    assert diagnose(base(answer_ids=[])).stage is Stage.GENERATION  # a NONE answer is wrong
-    assert diagnose(base(claims=[True, True])).stage is Stage.UNJUDGED
-    assert diagnose(base(claims=[True, False])).stage is Stage.GENERATION
-    assert diagnose(base(claims=[True], complete=False)).stage is Stage.GENERATION
-    assert diagnose(base(complete=True)).stage is Stage.UNJUDGED
-    assert diagnose(base()).stage is Stage.UNJUDGED
-    assert diagnose(base(claims=[])).stage is Stage.UNJUDGED
+    assert diagnose(base(correct=True, answer_ids=["x"], claims=[False])).stage is Outcome.NONE
+    assert diagnose(base(answer_ids=["g"], claims=[False])).stage is Outcome.NONE
+    assert diagnose(base(answer_ids=[])).stage is Outcome.GENERATION  # a NONE answer is wrong
+    assert diagnose(base(claims=[True, True])).stage is Outcome.UNJUDGED
+    assert diagnose(base(claims=[True, False])).stage is Outcome.GENERATION
+    assert diagnose(base(claims=[True], complete=False)).stage is Outcome.GENERATION
+    assert diagnose(base(complete=True)).stage is Outcome.UNJUDGED
+    assert diagnose(base()).stage is Outcome.UNJUDGED
+    assert diagnose(base(claims=[])).stage is Outcome.UNJUDGED
 
 
 @pytest.mark.parametrize("kw, reason", [
@@ -122,7 +122,7 @@ def test_judgement_order_correct_then_answer_ids_then_claims():
 ])
 def test_generation_reasons(kw, reason):
     d = diagnose(base(**kw))
-    assert d.stage is Stage.GENERATION and (d.code, d.reason) == (reason, REASONS[reason])
+    assert d.stage is Outcome.GENERATION and (d.code, d.reason) == (reason, REASONS[reason])
 
 
 def test_id_answers_are_not_free_text_and_are_never_flagged_for_numbers():
@@ -144,7 +144,7 @@ def test_numeric_unmarked_flag_on_free_text(answer, flagged):
 
 def test_fabricated_citation_is_flagged_on_right_answers_too():
     right = diagnose(base(answer_ids=["g", "z"]))         # names gold (right), and z is not in the prompt
-    assert right.stage is Stage.NONE and right.flags == ("fabricated_citation",)
+    assert right.stage is Outcome.NONE and right.flags == ("fabricated_citation",)
     assert right.severity == "critical"
     marker = diagnose(base(answer="Paid leave [1][4].", correct=True))
     assert marker.flags == ("fabricated_citation",)
@@ -164,15 +164,15 @@ def test_severities_follow_seed_004():
 
 def test_wrong_but_fully_supported_points_at_source_or_label():
     d = diagnose(base(correct=False, claims=[True, True]))
-    assert d.stage is Stage.SOURCE_OR_LABEL and d.support == 1.0
+    assert d.stage is Outcome.SOURCE_OR_LABEL and d.support == 1.0
     # ... unless the answer is known to be incomplete: then it is partial extraction
     assert diagnose(base(correct=False, claims=[True], complete=False)).reason == REASONS["partial"]
 
 
 def test_refusals_on_unanswerable_questions():
-    assert diagnose(base(answerable=False, gold=[], refused=True)).stage is Stage.CORRECT_REFUSAL
-    assert diagnose(base(answerable=False, gold=[], refused=False)).stage is Stage.MISSING_REFUSAL
-    assert diagnose(base(gold=[])).stage is Stage.LABEL_MISSING
+    assert diagnose(base(answerable=False, gold=[], refused=True)).stage is Outcome.CORRECT_REFUSAL
+    assert diagnose(base(answerable=False, gold=[], refused=False)).stage is Outcome.MISSING_REFUSAL
+    assert diagnose(base(gold=[])).stage is Outcome.LABEL_MISSING
 
 
 def test_right_buckets_and_bucket_order():
@@ -180,7 +180,7 @@ def test_right_buckets_and_bucket_order():
     assert not RIGHT & UNDECIDED
     assert BUCKETS[0] == "endpoint_unavailable" and BUCKETS[-2:] == ("unjudged", "not_logged")
     assert diagnose(base(correct=True)).right and not diagnose(base(correct=False)).right
-    assert str(Stage.RETRIEVAL) == "retrieval" and Stage.RETRIEVAL == "retrieval"
+    assert str(Outcome.RETRIEVAL) == "retrieval" and Outcome.RETRIEVAL == "retrieval"
 
 
 def test_require_is_checked():
@@ -191,9 +191,9 @@ def test_require_is_checked():
 # --- properties -------------------------------------------------------------------------
 IDS = st.sampled_from(["g1", "g2", "d1", "d2", "d3", "d4"])
 ID_LISTS = st.lists(IDS, max_size=5, unique=True)
-STAGE_ORDER = {s: i for i, s in enumerate([Stage.RETRIEVAL, Stage.RERANKING, Stage.NOT_LOGGED,
-                                            Stage.PROMPT_ASSEMBLY, Stage.GENERATION, Stage.SOURCE_OR_LABEL,
-                                            Stage.NONE, Stage.UNJUDGED])}
+STAGE_ORDER = {s: i for i, s in enumerate([Outcome.RETRIEVAL, Outcome.RERANKING, Outcome.NOT_LOGGED,
+                                            Outcome.PROMPT_ASSEMBLY, Outcome.GENERATION, Outcome.SOURCE_OR_LABEL,
+                                            Outcome.NONE, Outcome.UNJUDGED])}
 
 
 @st.composite
@@ -263,7 +263,7 @@ def test_survives_matches_its_definition(gold, ids, require):
 def test_an_unlogged_prompt_is_never_right_and_never_blames_assembly_or_generation(trace):
     d = diagnose(trace.replace(prompt=None))
     assert not d.right
-    assert d.stage not in (Stage.PROMPT_ASSEMBLY, Stage.GENERATION, Stage.SOURCE_OR_LABEL, Stage.UNJUDGED)
+    assert d.stage not in (Outcome.PROMPT_ASSEMBLY, Outcome.GENERATION, Outcome.SOURCE_OR_LABEL, Outcome.UNJUDGED)
 
 
 @settings(max_examples=300, deadline=None)
@@ -282,6 +282,6 @@ def test_the_walk_stops_where_survives_says(trace, require):
     kept = [survives(trace.gold, trace.retrieved, require),
             trace.reranked is None or survives(trace.gold, trace.reranked, require),
             trace.prompt is None or survives(trace.gold, trace.prompt, require)]
-    lost = {Stage.RETRIEVAL: 0, Stage.RERANKING: 1, Stage.PROMPT_ASSEMBLY: 2}
+    lost = {Outcome.RETRIEVAL: 0, Outcome.RERANKING: 1, Outcome.PROMPT_ASSEMBLY: 2}
     first_lost = kept.index(False) if False in kept else None
     assert lost.get(stage) == first_lost

@@ -91,4 +91,4 @@ def test_the_circle_finder_finds_a_circle_and_the_graph_sees_the_readers():
     graph = import_graph()
     assert "ragstage.tally" in graph["ragstage.parquet"] and "ragstage.tally" in graph["ragstage.streaming"]
     assert "ragstage.parquet" in graph["ragstage.formats"]  # a lazy import is an arrow too
-    assert "ragstage.record" not in graph["ragstage.attribution"]  # a TYPE_CHECKING import is not
+    assert "ragstage.typed_record" not in graph["ragstage.attribution"]  # a TYPE_CHECKING import is not

@@ -73,7 +73,7 @@ def _every_command(path: Path, tmp_path: Path) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("depth", [80, 300, 700])
+@pytest.mark.parametrize("depth", [80, 300, 700, 1000])
 def test_deep_meta_is_one_clear_error_in_every_command(tmp_path, depth):
     """Before: 600+ levels a RecursionError in attribute; 254-599 accepted by three commands, convert half-written."""
     path = tmp_path / "deep.jsonl"

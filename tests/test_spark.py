@@ -17,6 +17,7 @@ from ragstage import TraceError, attribution_table, compare, read_traces  # noqa
 from ragstage.fixtures import fixture_path  # noqa: E402
 from ragstage.parquet import write_parquet  # noqa: E402
 from ragstage.report import flag_table, flag_table_from_counts, table_from_counts  # noqa: E402
+from ragstage.tally import tally_records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +52,15 @@ def test_tables_equal_the_local_ones_on_every_set(spark, sets):
 
     for name, (traces, path) in sets.items():  # one Spark count per set: buckets and flags together
         counts = on_spark.tally(spark.read.parquet(path))
+        local = tally_records(traces)  # the funnel's facts too: query_judged and reranked
+        assert counts == local and list(counts.buckets) == list(local.buckets), name
         pd.testing.assert_frame_equal(table_from_counts(counts.buckets), attribution_table(traces), obj=name)
         pd.testing.assert_frame_equal(flag_table_from_counts(counts.flags, counts.totals()), flag_table(traces),
                                       obj=name)
     traces, path = sets["synthetic"]
     df = spark.read.parquet(path)
     for by, require in [(None, "all"), ("kind", "any")]:
+        assert on_spark.tally(df, by, require) == tally_records(traces, by, require)
         pd.testing.assert_frame_equal(on_spark.attribution_table(df, by, require, empty=True),
                                       attribution_table(traces, by, require, empty=True), obj=f"{by} {require}")
     pd.testing.assert_frame_equal(on_spark.flag_table(df, "kind"), flag_table(traces, "kind"))

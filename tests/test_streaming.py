@@ -112,3 +112,15 @@ def test_split_ranges_count_and_fail_as_the_plain_reader(traces, by, require, wo
             except TraceError as exc:
                 outcomes.append(str(exc).replace(str(path), "FILE"))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_line_over_the_limit_is_refused_as_in_every_other_reader(tmp_path, workers):
+    from ragstage.trace import MAX_LINE_BYTES
+
+    path = tmp_path / "long.jsonl"
+    good = b'{"query_id": "a", "gold": ["d"], "retrieved": ["d"]}\n'
+    path.write_bytes(good * 3 + b'{"query_id": "' + b"x" * MAX_LINE_BYTES + b'"}\n' + good.replace(b'"a"', b'"b"'))
+    with pytest.raises(TraceError) as err:
+        count_jsonl(path, workers=workers)
+    assert str(err.value) == f"{path}, line 4: line longer than 64 MiB: not a JSON Lines file"

@@ -9,11 +9,8 @@ from hypothesis import strategies as st
 from trace_sets import random_traces, synthetic
 
 from ragstage import Trace, diagnose
-from ragstage.attribution import FLAG_COMBINATIONS, RULES, WALK_NAMES, outcome, walk_lines
 from ragstage.tally import (
-    Counting,
     Tally,
-    count_records,
     find_duplicate,
     group_of,
     key_digest,
@@ -57,10 +54,11 @@ def test_tally_keeps_what_the_funnel_needs(traces):
 
 
 def test_digests_and_duplicates(traces):
-    digests = array("q")
-    tally_records(traces[:10] + [traces[4]], digests=digests)
+    pairs = array("I")
+    tally_records(traces[:10] + [traces[4]], pairs=pairs)
+    digests = pair_digests(pairs.tobytes()).tolist()
     assert digests[4] == digests[10] == key_digest(traces[4].query_id, traces[4].pipeline)
-    suspects = repeated_digests([digests[:6].tobytes(), digests[6:].tobytes()])
+    suspects = repeated_digests([pair_digests(pairs[:12].tobytes()), pair_digests(pairs[12:].tobytes())])
     assert suspects == {digests[4]}
     keys = [("f", i + 1, t.query_id, t.pipeline) for i, t in enumerate(traces[:10] + [traces[4]])]
     message, path, position = find_duplicate(keys, suspects, "row")
@@ -72,46 +70,21 @@ def test_an_empty_tally_is_empty():
     assert tally_records([]) == Tally() and Tally().totals() == {}
 
 
-# The counting loop written out from the rule table (Counting) against the plain walk of tally_records.
-
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(random_traces(), max_size=16), st.sampled_from(["pipeline", None, "kind", "model", "answer"]),
        st.sampled_from(["any", "all"]), st.lists(st.integers(0, 16), max_size=3))
-def test_the_written_out_counting_loop_counts_as_the_plain_walk(traces, by, require, cuts):
-    walked = array("q")
-    want = tally_records(traces, by, require, walked)
+def test_counts_of_parts_add_up_to_the_count_of_the_whole(traces, by, require, cuts):
+    want = tally_records(traces, by, require)
     bounds = [0, *sorted(min(c, len(traces)) for c in cuts), len(traces)]
-    got, pairs = Tally(), array("I")
-    for a, b in zip(bounds, bounds[1:]):  # a worker per part, their tallies added up as count_jsonl does
-        got.update(count_records(traces[a:b], by, require, pairs))
+    got = Tally()
+    for a, b in zip(bounds, bounds[1:]):  # a worker per part, their tallies added up
+        got.update(tally_records(traces[a:b], by, require))
     assert got == want and list(got.buckets) == list(want.buckets)
-    assert pair_digests(pairs.tobytes()).tolist() == list(walked)
 
 
-@settings(max_examples=300, deadline=None)
-@given(random_traces(), st.sampled_from(["any", "all"]))
-def test_walk_lines_stop_at_the_rule_and_flags_of_the_walk(trace, require):
-    source = "\n".join(["def walk(rec):", *("    " + line for line in walk_lines(require, lambda i, _: str(i))),
-                        "    return decided, found"])
-    namespace = dict(WALK_NAMES)
-    exec(source, namespace)  # noqa: S102
-    decided, found = namespace["walk"](trace)
-    assert (RULES[decided].outcome, FLAG_COMBINATIONS[found]) == outcome(trace, require)
-    assert RULES[decided] == RULES[rule_of(trace, require)]
-
-
-def rule_of(trace, require):
-    """The index of the rule that decides, by the plain walk."""
-    from ragstage.attribution import _gold, _rule_of
-
-    gold, single, n = _gold(trace)
-    return _rule_of(trace, gold, single, 1 if require == "any" else n, outcome(trace, require)[1])
-
-
-def test_counting_reads_require_once():
+def test_require_is_checked_before_counting():
     with pytest.raises(ValueError, match="require must be"):
-        Counting("pipeline", "most")
-
+        tally_records([], "pipeline", "most")
 
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)  # what UTF-8 can encode

@@ -55,3 +55,25 @@ def random_traces(draw):
                  query_ok=draw(maybe(st.booleans())), model=draw(maybe(st.sampled_from(["m1", "m2"]))),
                  error=draw(st.none() | st.none() | st.just({"stage": "retrieval", "message": "down"})),
                  meta=draw(st.sampled_from([{}, {"kind": "rare"}, {"kind": 3}, {"model": "m9"}])))
+
+
+#: The columns the rules read besides query_id, gold and retrieved: each may be left out of a batch.
+OPTIONAL = ["reranked", "prompt", "truncated", "answer_ids", "correct", "claims", "complete", "query_ok", "error",
+            "answer", "answerable", "refused", "pipeline"]
+
+
+def arrow_batch(traces, dropped=(), dictionary=False):
+    """The traces as one Arrow batch of the schema's columns, less ``dropped`` (each field then at
+    its default, as in a file without that column); id lists dictionary-encoded if asked."""
+    import pyarrow as pa
+
+    from ragstage.parquet import SCHEMA
+
+    names = ["query_id", "gold", "retrieved", *(c for c in OPTIONAL if c not in dropped)]
+    rows = [{c: list(v) if isinstance(v := getattr(t, c), tuple) else v for c in names} for t in traces]
+    batch = pa.RecordBatch.from_pylist(rows, schema=pa.schema([SCHEMA.field(c) for c in names]))
+    if dictionary:
+        ids = pa.list_(pa.dictionary(pa.int32(), pa.string()))
+        batch = pa.RecordBatch.from_arrays(
+            [c.cast(ids) if c.type == pa.list_(pa.string()) else c for c in batch.columns], names=names)
+    return batch

@@ -23,9 +23,12 @@ from typing import Any, Optional
 import msgspec
 import orjson
 
-from .fields import FIELDS, META_DEPTH, TraceError, check_record, missing, too_deep
+from .errors import TraceError
+from .fields import FIELDS, check_record, missing
+from .values import META_DEPTH, too_deep
 
-__all__ = ["Record", "Counted", "decode_record", "as_record", "DECODE_LINES", "DECODE_NAMES", "COUNT_NAMES"]
+__all__ = ["Record", "CountedRecord", "decode_record", "as_record", "decode_plain_record", "decode_plain_counted",
+           "record_of_line", "checked_meta"]
 
 
 def _struct_fields(fresh_meta: bool = True) -> list[tuple[str, Any, Any]]:
@@ -45,58 +48,30 @@ def _struct_fields(fresh_meta: bool = True) -> list[tuple[str, Any, Any]]:
 #: not kept: no rule reads them. ``gc=False``: a decoded trace holds no reference cycles.
 Record = msgspec.defstruct("Record", _struct_fields(), forbid_unknown_fields=True, gc=False,
                            module=__name__)
-_decode = msgspec.json.Decoder(Record).decode
 #: What counting decodes a line into: a :class:`Record` but for an absent ``meta``, which is None
 #: instead of a fresh ``{}`` (both mean no metadata, and a count keeps no trace to change it).
-Counted = msgspec.defstruct("Counted", _struct_fields(fresh_meta=False), forbid_unknown_fields=True, gc=False,
-                            module=__name__)
+CountedRecord = msgspec.defstruct("CountedRecord", _struct_fields(fresh_meta=False), forbid_unknown_fields=True,
+                                  gc=False, module=__name__)
 
-#: The body of :func:`decode_record`, as lines of Python that decode ``line`` into ``rec``: compiled
-#: into :func:`decode_record` here, and written into :mod:`ragstage.streaming`'s counting loop, so that
-#: a line costs one call there (msgspec's). It reads the names of :data:`DECODE_NAMES`.
-DECODE_LINES: tuple[str, ...] = (
-    "try:",
-    "    rec = _decode(line)",
-    "except _DecodeError:  # not the plain types (or not JSON): the full check decides",
-    "    rec = _checked(line)",
-    "else:",
-    "    if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'",
-    "        raise _missing('query_id')",
-    "    if rec.meta:",
-    "        rec.meta = _meta(rec.meta)",
-)
+#: A line decoded by the plain types alone (no conversion, no message that names a field): raises
+#: ``msgspec.DecodeError`` for a line they do not fit (``RecursionError`` for values nested too deep
+#: for it), which then goes to :func:`record_of_line`;
+#: a ``query_id`` of null, and ``meta``, are the caller's to check (:func:`decode_record` shows how).
+decode_plain_record = msgspec.json.Decoder(Record).decode
+#: :data:`decode_plain_record` into a :class:`CountedRecord`.
+decode_plain_counted = msgspec.json.Decoder(CountedRecord).decode
 
 
-def _checked(line: bytes) -> Record:
+def record_of_line(line: bytes) -> Record:
+    """A line's :class:`Record` by the full check (:func:`~ragstage.fields.check_record`)."""
     return as_record(check_record(orjson.loads(line)))
 
 
-def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+def checked_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A decoded ``meta`` checked for depth, its numbers as orjson reads them."""
     if too_deep(meta):
         raise TraceError(f"nested more than {META_DEPTH} levels deep", field="meta")
     return _as_orjson_reads(meta)
-
-
-DECODE_NAMES: dict[str, Any] = {"_decode": _decode, "_DecodeError": msgspec.DecodeError, "_checked": _checked,
-                                "_missing": missing, "_meta": _meta}
-#: :data:`DECODE_NAMES` for counting: the lines decode into :data:`Counted`.
-COUNT_NAMES: dict[str, Any] = {**DECODE_NAMES, "_decode": msgspec.json.Decoder(Counted).decode}
-
-
-def _decoder() -> Any:
-    namespace = dict(DECODE_NAMES)
-    source = "\n".join(["def decode_record(line):", *("    " + s for s in DECODE_LINES), "    return rec"])
-    exec(compile(source, "<ragstage.record decode_record>", "exec"), namespace)  # noqa: S102 - source built above
-    return namespace["decode_record"]
-
-
-decode_record = _decoder()
-decode_record.__doc__ = """One JSON line as a checked :class:`Record`.
-
-Raises :class:`~ragstage.fields.TraceError` naming the field, or
-``orjson.JSONDecodeError`` for a line that is not JSON, exactly as
-``check_record(orjson.loads(line))`` would."""
-decode_record.__module__ = __name__
 
 
 def _as_orjson_reads(value: Any) -> Any:
@@ -115,6 +90,24 @@ def _as_orjson_reads(value: Any) -> Any:
 
 
 _INT_MIN, _INT_END = -(1 << 63), 1 << 64  # the integers orjson reads as integers
+
+
+def decode_record(line: bytes) -> Record:
+    """One JSON line as a checked :class:`Record`.
+
+    Raises :class:`~ragstage.errors.TraceError` naming the field, or ``orjson.JSONDecodeError``
+    for a line that is not JSON, exactly as ``check_record(orjson.loads(line))`` would. The
+    counting loops of :mod:`ragstage.python_rules` decode each line by these same steps, written
+    into the loop."""
+    try:
+        rec = decode_plain_record(line)
+    except (msgspec.DecodeError, RecursionError):  # not the plain types, not JSON, or too deep: the full check decides
+        return record_of_line(line)
+    if rec.query_id is None:  # typed as nullable only so that the error is check_record's 'missing'
+        raise missing("query_id")
+    if rec.meta:
+        rec.meta = checked_meta(rec.meta)
+    return rec
 
 
 def as_record(clean: dict[str, Any]) -> Record:
