@@ -21,7 +21,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 try:
     import fcntl
@@ -234,13 +234,15 @@ def _mend_tail(fd: int) -> tuple[bytes, int]:
     return b"\n", 0
 
 
-def append_line(path: str | Path, line: bytes) -> int:
+def append_line(path: str | Path, line: bytes, check: Callable[[int], None] | None = None) -> int:
     """Append one newline-terminated line whole; returns the bytes of a torn last line cut first.
 
     The line is written with one ``os.write`` on an ``O_APPEND`` descriptor under an
     exclusive lock, so lines from several threads or processes never interleave, and a
     reader holding the shared lock never sees half a line. A short write (a full disk) is
-    completed under the same lock or reported, never ignored.
+    completed under the same lock or reported, never ignored. ``check(fd)`` runs under the
+    lock before the write, with the file as every other writer left it: it may read the file
+    and raise to refuse the line (the trace logger refuses a query id already in the file).
     """
     if not line.endswith(b"\n"):
         raise ValueError("append_line writes whole lines: the line must end with a newline")
@@ -248,6 +250,8 @@ def append_line(path: str | Path, line: bytes) -> int:
     try:
         with locked(fd, exclusive=True):
             prefix, cut = _mend_tail(fd)
+            if check is not None:
+                check(fd)
             data = memoryview(prefix + line)
             while data:
                 written = os.write(fd, data)
