@@ -39,6 +39,7 @@ from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, TraceError, check_
 from .record import Record, as_record
 from .tally import Tally, find_duplicate, plain_group, repeated_digests, tally_records
 from .trace import Trace
+from .workers import die_with_parent
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
            "write_parquet", "count_parquet"]
@@ -401,7 +402,7 @@ def count_parquet(path: str | Path, by: str | None = "pipeline", require: str = 
     if parts == 1:
         shares = [_count_groups(groups, by, require)]
     else:
-        with ProcessPoolExecutor(max_workers=parts) as pool:
+        with ProcessPoolExecutor(max_workers=parts, initializer=die_with_parent) as pool:
             shares = list(pool.map(_count_groups, shares_in, [by] * parts, [require] * parts))
     for share in shares:
         if share.error is not None:

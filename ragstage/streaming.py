@@ -36,6 +36,7 @@ from .tally import (
     tally_records,
 )
 from .trace import TraceError, is_blank, line_ranges, read_records
+from .workers import die_with_parent
 
 __all__ = ["count_jsonl"]
 
@@ -132,7 +133,7 @@ def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "a
     if len(ranges) == 1:
         chunks = [_count_range(str(path), *ranges[0], by, require)]
     else:
-        with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
+        with ProcessPoolExecutor(max_workers=len(ranges), initializer=die_with_parent) as pool:
             futures = [pool.submit(_count_range, str(path), a, b, by, require) for a, b in ranges]
             # Every worker has started by now (submit starts one per range); numpy, which the duplicate
             # check needs once they are done, loads while they count instead of after.

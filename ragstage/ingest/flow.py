@@ -35,6 +35,7 @@ from ..atomic import atomic_output, check_output
 from ..collector import collector_paused
 from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
+from ..workers import die_with_parent
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
@@ -524,7 +525,8 @@ def _read_parts(job: _PartJob, result: IngestResult) -> list[_PartDone]:
     global _JOB
     _JOB = job
     try:
-        with ProcessPoolExecutor(len(job.plan.parts), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(len(job.plan.parts), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=die_with_parent) as pool:
             parts = list(pool.map(_ingest_part, range(len(job.plan.parts))))
     finally:
         _JOB = None
