@@ -133,8 +133,20 @@
     node.appendChild(document.createTextNode(answer.slice(last)));
     return node;
   }
+  // A stored trace with its recurring strings (ids, sections, provenance) back from DATA.strings.
+  var TABLED_LISTS = ["gold", "retrieved", "reranked", "prompt", "answer_ids", "truncated", "retrieved_sections",
+                      "reranked_sections"];
+  var TABLED_TEXTS = ["pipeline", "model", "prompt_version", "timestamp", "prompt_source"];
+  function expand(stored) {
+    var t = Object.assign({}, stored);
+    TABLED_LISTS.forEach(function (k) {
+      if (Array.isArray(t[k])) t[k] = t[k].map(function (i) { return i === null ? null : DATA.strings[i]; });
+    });
+    TABLED_TEXTS.forEach(function (k) { if (typeof t[k] === "number") t[k] = DATA.strings[t[k]]; });
+    return t;
+  }
   function traceView(side, label, group) {
-    var t = side.t;
+    var t = expand(side.t);
     var gold = new Set(t.gold || []);
     var truncated = new Set(t.truncated || []);
     var flags = flagList(side.f);
