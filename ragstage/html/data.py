@@ -77,11 +77,12 @@ def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
                 if values is not None:
                     out[f"{stage}_{part}"] = values
     for name in TABLED_LISTS:
-        if out.get(name) is not None:
-            out[name] = [None if v is None else strings(v) for v in out[name]]
+        values = out.get(name)
+        if values is not None:
+            out[name] = [strings[v] for v in values]
     for name in TABLED_TEXTS:
-        if out.get(name) is not None:
-            out[name] = strings(out[name])
+        if name in out:
+            out[name] = strings[out[name]]
     return out
 
 
@@ -104,21 +105,26 @@ def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     return {"d": {k: v for k, v in after.items() if before.get(k) != v}, "gone": [k for k in before if k not in after]}
 
 
-class _Strings:
-    """A string table: each distinct text stored once, rows refer to it by index."""
+class _Strings(dict):
+    """A string table: each distinct text stored once, rows refer to it by index.
+
+    ``table(text)`` or ``table[text]`` is the text's index (a new text is appended); ``table[None]``
+    is None. A dict, so that a text already in the table costs one lookup in C (a page holds
+    millions of recurring ids).
+    """
 
     def __init__(self, initial: Iterable[str] = ()) -> None:
+        super().__init__({None: None})
         self.items: list[str] = []
-        self._index: dict[str, int] = {}
         for text in initial:
-            self(text)
+            self[text]
 
-    def __call__(self, text: str) -> int:
-        index = self._index.get(text)
-        if index is None:
-            index = self._index[text] = len(self.items)
-            self.items.append(text)
+    def __missing__(self, text: str) -> int:
+        index = self[text] = len(self.items)
+        self.items.append(text)
         return index
+
+    __call__ = dict.__getitem__
 
 
 _FLAG_BIT = {flag: 1 << i for i, flag in enumerate(FLAGS)}
