@@ -138,3 +138,27 @@ def test_write_error_names_the_target_not_the_temporary(tmp_path):
         atomic_write_bytes(target, b"data")
     assert caught.value.filename == str(target) and ".tmp-" not in str(caught.value)
     assert is_special("/dev/null") and not is_special(tmp_path / "none")
+
+
+def test_ingest_in_parts_into_a_fifo_writes_it_once(tmp_path, monkeypatch):
+    """A file read in two parts: the parts go through one stream (a FIFO read by ``cat`` ends
+    at the first close, and the parent's second open would wait for a reader for ever)."""
+    from test_ingest_stream import _one_trace_a_line
+
+    from ragstage.ingest import flow, ingest_spans_to
+
+    monkeypatch.setattr(flow, "MIN_SPLIT_BYTES", 0)
+    spans = tmp_path / "spans.jsonl"
+    _one_trace_a_line(spans, 7)
+    plain = tmp_path / "plain.jsonl"
+    ingest_spans_to(plain, str(spans), workers=2)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    done: list[object] = []
+    writer = threading.Thread(target=lambda: done.append(ingest_spans_to(fifo, str(spans), workers=2)), daemon=True)
+    writer.start()
+    with open(fifo, "rb") as handle:  # one reader, as `cat` is: it stops at the first end of file
+        got = handle.read()
+    writer.join(30)
+    assert done and not writer.is_alive(), "the ingest waited for a second reader"
+    assert got == plain.read_bytes() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
