@@ -18,9 +18,10 @@ Two kinds of writer live here, and every writer of the package goes through one 
 from __future__ import annotations
 
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 try:
     import fcntl
@@ -29,9 +30,21 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks; single-wri
 
 import orjson
 
-__all__ = ["OutputError", "atomic_output", "atomic_write_bytes", "append_line", "locked", "check_output"]
+__all__ = ["OutputError", "WriteError", "is_special", "atomic_output", "atomic_write_bytes", "append_line", "locked",
+           "check_output"]
 
 _TAIL_CHUNK = 1 << 16
+
+
+class WriteError(OSError):
+    """The operating system refused to write an output (permissions, a full disk, a name too long).
+
+    Not a ``ValueError``: the command line tells it from bad input by its exit code (3), and a
+    gate's verdict (1) is never mistaken for it. ``filename`` is the output, never a temporary name.
+    """
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
 
 
 class OutputError(ValueError, OSError):
@@ -61,10 +74,13 @@ def check_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
     symbolic link, or as a hard link (another name for the same inode).
     """
     target = Path(target)
-    if target.is_dir():
-        raise OutputError("is a folder; the output must be a file name", path=target)
-    if not target.parent.is_dir():
-        raise OutputError(f"no such folder: {target.parent}", path=target)
+    try:
+        if target.is_dir():
+            raise OutputError("is a folder; the output must be a file name", path=target)
+        if not target.parent.is_dir():
+            raise OutputError(f"no such folder: {target.parent}", path=target)
+    except OSError as exc:  # a name too long to look up
+        raise _write_error(exc, target, None) from exc
     for item in inputs:
         if Path(item).absolute() == target.absolute() or _same_file(Path(item), target):
             raise OutputError("the output must not be the input", path=target)
@@ -91,6 +107,37 @@ def _new_file_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+def is_special(target: str | Path) -> bool:
+    """Whether ``target`` exists (after following links) and is not a regular file: a device
+    (``/dev/null``, ``/dev/stdout``), a FIFO, a socket, or a shell's ``>(...)`` pipe. Such a
+    target is written to directly: it holds no earlier data to protect, and replacing it by a
+    rename would destroy the device or the pipe for everyone else."""
+    try:
+        return not stat.S_ISREG(os.stat(target).st_mode)
+    except OSError:
+        return False
+
+
+def _temporary_name(target: Path) -> Path:
+    """A hidden name beside ``target`` that fits the folder's name limit however long the target's name."""
+    suffix = f".tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        limit = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    stem = os.fsencode(target.name)[: max(1, limit - 1 - len(suffix))]
+    return target.with_name("." + stem.decode("utf-8", "ignore") + suffix)  # a character cut in two is dropped
+
+
+def _write_error(exc: OSError, target: Path, tmp: Path | None) -> OSError:
+    """An error of writing ``target`` (through ``tmp``) that names ``target``, never the hidden temporary file."""
+    if isinstance(exc, (ValueError, BrokenPipeError)):
+        return exc  # bad data met while writing, or a reader that left: not the system refusing the write
+    if tmp is not None and exc.filename not in (str(tmp), tmp, None):
+        return exc  # another file's error (an input read inside the block): its own name says which
+    return WriteError(exc.errno or 0, f"could not write: {exc.strerror or exc}", str(target))
+
+
 @contextmanager
 def atomic_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
     """A temporary path beside ``target``; renamed over ``target`` when the block ends without error.
@@ -99,9 +146,21 @@ def atomic_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Iter
     gzip, Parquet, numpy). On success the file is synced to disk, renamed into place and the
     folder synced; on any exception (and ``KeyboardInterrupt``) the temporary file is removed
     and ``target`` is untouched. See :func:`check_output` for what is refused up front.
+
+    A symbolic link is followed: the file it names is replaced, the link stays a link. A target
+    that is not a regular file (:func:`is_special`) is given as it is, to be written directly.
+    The file keeps the target's mode, or for a new file the mode the umask gives. An operating
+    system's refusal (a folder not writable, a full disk) is a :class:`WriteError` naming ``target``.
     """
     target = check_output(target, inputs)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    if is_special(target):
+        try:
+            yield target
+        except OSError as exc:
+            raise _write_error(exc, target, None) from exc
+        return
+    target = Path(os.path.realpath(target)) if target.is_symlink() else target
+    tmp = _temporary_name(target)
     try:
         yield tmp
         if not tmp.exists():  # the writer wrote nothing at all: an empty file, as a plain open would leave
@@ -109,6 +168,9 @@ def atomic_output(target: str | Path, inputs: Iterable[str | Path] = ()) -> Iter
         os.chmod(tmp, _new_file_mode(target))
         _fsync_path(tmp)
         os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _write_error(exc, target, tmp) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -172,13 +234,15 @@ def _mend_tail(fd: int) -> tuple[bytes, int]:
     return b"\n", 0
 
 
-def append_line(path: str | Path, line: bytes) -> int:
+def append_line(path: str | Path, line: bytes, check: Callable[[int], None] | None = None) -> int:
     """Append one newline-terminated line whole; returns the bytes of a torn last line cut first.
 
     The line is written with one ``os.write`` on an ``O_APPEND`` descriptor under an
     exclusive lock, so lines from several threads or processes never interleave, and a
     reader holding the shared lock never sees half a line. A short write (a full disk) is
-    completed under the same lock or reported, never ignored.
+    completed under the same lock or reported, never ignored. ``check(fd)`` runs under the
+    lock before the write, with the file as every other writer left it: it may read the file
+    and raise to refuse the line (the trace logger refuses a query id already in the file).
     """
     if not line.endswith(b"\n"):
         raise ValueError("append_line writes whole lines: the line must end with a newline")
@@ -186,6 +250,8 @@ def append_line(path: str | Path, line: bytes) -> int:
     try:
         with locked(fd, exclusive=True):
             prefix, cut = _mend_tail(fd)
+            if check is not None:
+                check(fd)
             data = memoryview(prefix + line)
             while data:
                 written = os.write(fd, data)

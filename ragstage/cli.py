@@ -1,9 +1,12 @@
 """The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``
 and ``doctor``.
 
-A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
-and one line naming the file, the line and the field: never a traceback. ``compare --gate``
-exits 1 when the change is worse (see :mod:`ragstage.gate`).
+Exit codes (docs/safe-outputs.md): 0 done; 1 the command's check failed (``compare --gate``:
+the change is worse; ``ingest --strict``, ``doctor``: see their help); 2 a user's mistake (a bad
+file, a missing question, a wrong option, a refused output), with one line naming the file,
+the line and the field; 3 the system refused to read or write a file (permissions, a full
+disk, a name too long), with one line naming the file; 4 an internal error (a bug), with its
+traceback. A gate's verdict is never mistaken for a file that could not be written.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import csv
 import io
 import os
 import sys
+import traceback
 from typing import Sequence
 
 import orjson
@@ -111,13 +115,13 @@ def _gated(args: argparse.Namespace) -> int:
                   critical=not args.no_critical, require=args.require, intersect=args.intersect,
                   names=(args.before, args.after))
     _print_comparison(result.paired.comparison, args.format)
+    if args.format != "json":
+        print()
+    print(result.verdict.line, file=sys.stderr if args.format == "json" else sys.stdout, flush=True)
     if args.summary:
         atomic_write_bytes(args.summary, result.to_markdown(), inputs=(args.before, args.after))
     if args.junit:
         atomic_write_bytes(args.junit, result.to_junit(), inputs=(args.before, args.after))
-    if args.format != "json":
-        print()
-    print(result.verdict.line, file=sys.stderr if args.format == "json" else sys.stdout)
     return 0 if result.passed or not args.gate else 1
 
 
@@ -255,11 +259,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (TraceError, ValueError, FileNotFoundError) as exc:
-        message = " ".join(str(exc).splitlines())  # one line, whatever a library put in its message (Arrow)
-        print(f"ragstage {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _error(args.command, str(exc), 2)
     except BrokenPipeError:  # `ragstage attribute big.jsonl | head`
         return 0
+    except OSError as exc:  # the system refused a read or a write: name the file, never a traceback
+        return _error(args.command, str(exc) if exc.filename is None else f"{exc.filename}: {exc.strerror}", 3)
+    except Exception:  # a bug: its traceback, and an exit code no verdict uses
+        traceback.print_exc()
+        return _error(args.command, "internal error (the traceback above is a bug in ragstage)", 4)
+
+
+def _error(command: str, message: str, code: int) -> int:
+    """Print one line (whatever a library put in its message, such as Arrow's several) and return ``code``."""
+    one_line = " ".join(str(message).splitlines())
+    print(f"ragstage {command}: error: {one_line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,12 +20,14 @@ comparison page and ``compare --format json`` cannot disagree.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from .attribution import RIGHT, SEVERITY, UNDECIDED, Diagnosis, diagnose
 from .report import Comparison, compare
+from .rows import printable
 from .trace import Trace
 
 __all__ = ["CRITICAL", "RULES", "Pair", "Paired", "Verdict", "GateResult", "pair_runs", "gate", "format_p"]
@@ -171,14 +173,14 @@ class GateResult:
         broken = self.paired.broken
         if broken:
             lines.append(f"broken questions ({len(broken)}):")
-            lines += [f"  {p.query_id}: {p.before_bucket} -> {p.after_bucket} ({p.after_reason})"
-                      for p in broken[:_LISTED]]
+            lines += [f"  - {printable(p.query_id)}: {p.before_bucket} -> {p.after_bucket} "
+                      f"({printable(p.after_reason)})" for p in broken[:_LISTED]]
             if len(broken) > _LISTED:
                 lines.append(f"  ... and {len(broken) - _LISTED} more")
         critical = self.paired.newly_critical if self.critical else []
         if critical:
             lines.append(f"newly critical ({len(critical)}):")
-            lines += [f"  {p.query_id}: {', '.join(p.newly_critical)}" for p in critical[:_LISTED]]
+            lines += [f"  - {printable(p.query_id)}: {', '.join(p.newly_critical)}" for p in critical[:_LISTED]]
             if len(critical) > _LISTED:
                 lines.append(f"  ... and {len(critical) - _LISTED} more")
         return "\n".join(lines)
@@ -188,7 +190,7 @@ class GateResult:
         c = self.paired.comparison
         status = "PASS" if self.passed else "FAIL"
         out = [f"## ragstage gate: {status}", "", f"**{_md(self.verdict.line)}**", "",
-               f"`{_md(self.before_name)}` → `{_md(self.after_name)}`", "",
+               f"{_code(self.before_name)} → {_code(self.after_name)}", "",
                "| questions paired | right before | right after | fixed | broken | undecided | exact McNemar p |",
                "|---:|---:|---:|---:|---:|---:|---:|",
                f"| {c.n} | {c.both_right + c.broken} | {c.both_right + c.fixed} | {c.fixed} | {c.broken} "
@@ -226,7 +228,7 @@ class GateResult:
         if not pairs:
             return []
         out = ["", f"### {title} ({len(pairs)})", "", "| question | what happened |", "|---|---|"]
-        out += [f"| `{_md(p.query_id)}` | {_md(describe(p))} |" for p in pairs[:_LISTED]]
+        out += [f"| {_code(p.query_id, cell=True)} | {_md(describe(p))} |" for p in pairs[:_LISTED]]
         if len(pairs) > _LISTED:
             out += ["", f"... and {len(pairs) - _LISTED} more (the JUnit file lists them all)"]
         return out
@@ -242,20 +244,22 @@ class GateResult:
         for p in self.paired.broken:
             _fail(case := _case("ragstage.gate.broken", p.query_id), "broken",
                   f"broken: {p.before_bucket} -> {p.after_bucket}",
-                  f"before: {p.before_bucket} ({p.before_reason})\nafter: {p.after_bucket} ({p.after_reason})")
+                  f"before: {p.before_bucket} ({printable(p.before_reason)})\n"
+                  f"after: {p.after_bucket} ({printable(p.after_reason)})")
             cases.append(case)
         if self.critical:
             for p in self.paired.newly_critical:
                 _fail(case := _case("ragstage.gate.critical", p.query_id), "critical",
                       f"newly critical: {', '.join(p.newly_critical)}",
                       f"before: {p.before_bucket} {list(p.before_flags)}\nafter: {p.after_bucket} "
-                      f"{list(p.after_flags)} ({p.after_reason})")
+                      f"{list(p.after_flags)} ({printable(p.after_reason)})")
                 cases.append(case)
         cases += [_case("ragstage.gate.fixed", p.query_id) for p in self.paired.fixed]
         failures = sum(1 for case in cases if case.find("failure") is not None)
         counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0"}
         root = ET.Element("testsuites", {"name": "ragstage gate", **counts, "time": "0"})
-        suite = ET.SubElement(root, "testsuite", {"name": f"ragstage gate: {self.before_name} -> {self.after_name}",
+        names = f"{printable(self.before_name)} -> {printable(self.after_name)}"
+        suite = ET.SubElement(root, "testsuite", {"name": f"ragstage gate: {names}",
                                                   **counts, "skipped": "0", "time": "0"})
         props = ET.SubElement(suite, "properties")
         c = self.paired.comparison
@@ -272,16 +276,43 @@ class GateResult:
 
 
 def _case(classname: str, name: str) -> ET.Element:
-    return ET.Element("testcase", {"classname": classname, "name": name, "time": "0"})
+    """A test case named by a question id, written with :func:`printable` (XML 1.0 cannot hold every character)."""
+    return ET.Element("testcase", {"classname": classname, "name": printable(name), "time": "0"})
 
 
 def _fail(case: ET.Element, kind: str, message: str, text: str) -> None:
     ET.SubElement(case, "failure", {"message": message, "type": kind}).text = text
 
 
+# The punctuation GitHub's Markdown acts on inside a line (emphasis, code, links and images,
+# tables, strikethrough, math, issue references and mentions) is backslash-escaped; the HTML
+# specials become entities. Data never starts a line, so block markup (``#``, ``-``) cannot start.
+_MD_PUNCTUATION = frozenset("\\`*_[]!|~$#@")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
 def _md(text: str) -> str:
-    """Text safe inside a Markdown table cell or code span."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
+    """Data as inert Markdown text on one line: no markup, no HTML (a table cell or a line of prose).
+
+    Every punctuation mark Markdown acts on is backslash-escaped and every HTML special is an
+    entity, so an id or an error message can neither start a heading, an image, a link or a
+    tag, nor end a table cell.
+    """
+    return "".join(_HTML_ENTITIES.get(c) or (f"\\{c}" if c in _MD_PUNCTUATION else c) for c in printable(text))
+
+
+def _code(text: str, cell: bool = False) -> str:
+    """Data as a Markdown code span, shown literally: backslashes single, markup and tags inert.
+
+    The fence is one backtick longer than any run inside; inside a table cell a ``|`` is
+    escaped, the one escape a GitHub table reads inside a code span.
+    """
+    text = printable(text)
+    if cell:
+        text = text.replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def gate(before: Iterable[Trace], after: Iterable[Trace], *, alpha: float = 0.05, max_broken: int | None = None,
@@ -315,7 +346,7 @@ def gate(before: Iterable[Trace], after: Iterable[Trace], *, alpha: float = 0.05
     elif rule == "max broken":
         why = f"{c.broken} questions broke, more than --max-broken {max_broken}"
     else:
-        shown = ", ".join(f"{p.query_id} {'+'.join(p.newly_critical)}" for p in critical_pairs[:3])
+        shown = ", ".join(f"{printable(p.query_id)} {'+'.join(p.newly_critical)}" for p in critical_pairs[:3])
         more = f" and {len(critical_pairs) - 3} more" if len(critical_pairs) > 3 else ""
         why = f"{len(critical_pairs)} question(s) newly critical ({shown}{more})"
     also = f"; also failed: {', '.join(failed[1:])}" if len(failed) > 1 else ""

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Sequence
 
 from .errors import TraceError
 from .tally import Tally, find_duplicate, pair_digests, repeated_digests, tally_of_rows
+from .workers import die_with_parent
 
 __all__ = ["PartCount", "count_parts"]
 
@@ -51,7 +52,7 @@ def count_parts(count_part: Callable[..., PartCount], parts: Sequence[tuple], pa
     if len(parts) == 1:
         counts = [count_part(*parts[0])]
     else:
-        with ProcessPoolExecutor(max_workers=len(parts)) as pool:
+        with ProcessPoolExecutor(max_workers=len(parts), initializer=die_with_parent) as pool:
             futures = [pool.submit(count_part, *part) for part in parts]
             # Every worker has started by now (submit starts one per part); numpy, which the duplicate
             # check needs once they are done, loads while they count instead of after.

@@ -8,15 +8,53 @@ outputs cannot drift apart.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Mapping
 
 from .attribution import BUCKETS, FLAGS, SEVERITY
 from .stats import wilson
 
-__all__ = ["TABLE_COLUMNS", "FLAG_COLUMNS", "bucket_rows", "check_buckets", "flag_rows"]
+__all__ = ["TABLE_COLUMNS", "FLAG_COLUMNS", "bucket_rows", "check_buckets", "flag_rows", "printable"]
 
 TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
 FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Bidirectional overrides and isolates: they reorder what a reader sees around them.
+_BIDI = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+
+
+def _escape(char: str) -> str:
+    short = _SHORT_ESCAPES.get(char)
+    if short:
+        return short
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _acts(char: str) -> bool:
+    """A character a terminal, a log reader or an XML parser acts on, or that XML 1.0 forbids."""
+    if char.isprintable() and char not in _BIDI:
+        return False
+    category = unicodedata.category(char)
+    if category in ("Cc", "Cs", "Zl", "Zp") or char in _BIDI:
+        return True
+    code = ord(char)
+    return category == "Cn" and (0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE)
+
+
+def printable(text: str) -> str:
+    """``text`` on one line, every control, separator, bidi control and non-character as an escape.
+
+    Names and ids come from data: printed raw, a newline in one starts a line of its own
+    (which a CI runner may take as a workflow command), an ESC drives the terminal, and
+    ``\\u0000`` or ``\\ufffe`` make an XML file unreadable. Escaped (``\\n``, ``\\x1b``,
+    ``\\ufffe``) they stay visible and inert; every other character is kept as it is.
+    """
+    if text.isprintable() and not _BIDI.intersection(text):
+        return text
+    return "".join(_escape(c) if _acts(c) else c for c in text)
 
 
 def check_buckets(counts: Mapping[str, Mapping[str, int]]) -> None:

@@ -7,6 +7,7 @@ the testsuite/testcase/failure schema CI systems read) are checked on each.
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 from scipy.stats import binomtest
 
 from ragstage import Trace, write_traces
@@ -116,7 +118,8 @@ def test_gate_exit_code_verdict_markdown_and_junit(tmp_path, name):
 
     markdown = summary.read_text()
     assert markdown.startswith(f"## ragstage gate: {'PASS' if code == 0 else 'FAIL'}\n")
-    assert f"**{verdict}**" in markdown
+    rendered = MarkdownIt("commonmark").enable("table").render(markdown)
+    assert f"<strong>{html.escape(verdict, quote=False)}</strong>" in rendered
     assert f"| {result.n} | {result.both_right + result.broken} | {result.both_right + result.fixed} | " \
            f"{result.fixed} | {result.broken} | {result.undecided} | {format_p(result.p_value)} |" in markdown
 

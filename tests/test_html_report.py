@@ -18,7 +18,7 @@ import pytest
 from ragstage import Trace, diagnose, write_traces
 from ragstage.fixtures import fixture_path
 from ragstage.html import report_html
-from ragstage.html.data import missing_fields
+from ragstage.html.data import expand_trace, missing_fields
 from ragstage.ingest.doctor import FIELD_CHECKS
 
 BATCH = str(fixture_path("incidents", "batch.jsonl"))
@@ -77,7 +77,8 @@ def test_compare_page_numbers_are_compare_s_json(tmp_path):
     after = {t.query_id: t for t in read_traces(AFTER)}
     for q in data["questions"]:
         rebuilt = {k: v for k, v in {**q["a"]["t"], **q["z"]["d"]}.items() if k not in q["z"]["gone"]}
-        assert Trace(**q["a"]["t"]) == before[q["id"]] and Trace(**rebuilt) == after[q["id"]]
+        assert Trace(**expand_trace(q["a"]["t"], data["strings"])) == before[q["id"]]
+        assert Trace(**expand_trace(rebuilt, data["strings"])) == after[q["id"]]
 
 
 def test_each_question_carries_its_trace_diagnosis_and_missing_fields():
@@ -88,7 +89,7 @@ def test_each_question_carries_its_trace_diagnosis_and_missing_fields():
     traces = list(read_traces(BATCH))
     for q, t in zip(data["questions"], traces):
         d = diagnose(t)
-        assert q["t"]["query_id"] == t.query_id and Trace(**q["t"]) == t
+        assert q["t"]["query_id"] == t.query_id and Trace(**expand_trace(q["t"], data["strings"])) == t
         assert data["buckets"][q["b"]] == d.stage.value and data["reasons"][q["r"]] == d.reason
         assert q["s"] == d.severity
         assert [data["flag_names"][i] for i in range(len(data["flag_names"])) if q["f"] >> i & 1] == list(d.flags)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ..atomic import atomic_write_bytes
 
-__all__ = ["report_html", "comparison_html", "write_report", "write_comparison"]
+__all__ = ["report_html", "comparison_html", "write_report", "write_comparison", "MAX_DRAWN_GROUPS"]
 
 
 def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -25,6 +25,23 @@ def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         return _figures(data, plots)
 
 
+#: The most groups a report's figures draw (one panel, or one series, each): drawing takes time
+#: linear in the groups (a thousand took minutes) and more panels than this cannot be read anyway.
+MAX_DRAWN_GROUPS = 12
+
+
+def _drawn_groups(table: Any) -> tuple[list[Any], str]:
+    """The groups the figures draw (the largest, by questions, in the table's order) and the
+    caption's note on those left out (empty when every group is drawn)."""
+    sizes = table.groupby("group", sort=False)["n"].first()
+    if len(sizes) <= MAX_DRAWN_GROUPS:
+        return list(sizes.index), ""
+    largest = set(sizes.sort_values(ascending=False, kind="stable").index[:MAX_DRAWN_GROUPS])
+    note = (f" Drawn: the {MAX_DRAWN_GROUPS} largest of {len(sizes):,} groups (by questions); the tables "
+            "below hold every group.")
+    return [g for g in sizes.index if g in largest], note
+
+
 def _figures(data: dict[str, Any], plots: Any) -> list[tuple[str, str, str]]:
     import pandas as pd
 
@@ -32,14 +49,17 @@ def _figures(data: dict[str, Any], plots: Any) -> list[tuple[str, str, str]]:
 
     figures = []
     table = pd.DataFrame(data["attribution"])
-    if not table.empty:
-        figures.append(("fig-stages", "Where each group lost its questions: each bucket's share with its 95% "
-                        "Wilson interval and k/n.", figure_svg(plots.stage_bars(table), "stages")))
+    if table.empty:
+        return figures
+    drawn, note = _drawn_groups(table)
+    figures.append(("fig-stages", "Where each group lost its questions: each bucket's share with its 95% "
+                    "Wilson interval and k/n." + note, figure_svg(plots.stage_bars(table, groups=drawn), "stages")))
     funnel = pd.DataFrame(data["funnel"])
     if not funnel.empty:
+        funnel = funnel[funnel["group"].isin(drawn)]
         figures.append(("fig-funnel", "The conditional funnel: survival of each stage over the questions that "
-                        "entered it, with Wilson intervals (top), and the counts entered and survived (bottom).",
-                        figure_svg(plots.funnel_plot(funnel), "funnel")))
+                        "entered it, with Wilson intervals (top), and the counts entered and survived (bottom)."
+                        + note, figure_svg(plots.funnel_plot(funnel), "funnel")))
     return figures
 
 

@@ -1,10 +1,11 @@
 """What the report and comparison pages show, as one JSON-ready dict: numbers first, then every question.
 
 The numbers come from the functions the command line prints: the attribution and flag
-rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, built from
-:func:`ragstage.formats.count_files` and :mod:`ragstage.rows`; the comparison is
-:meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. The
-files are counted first, so bad input fails with ``attribute``'s own errors.
+rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by
+:func:`ragstage.tally.tally_records` (the one loop every reader feeds) and laid out by
+:mod:`ragstage.rows`; the comparison is :meth:`ragstage.report.Comparison.to_dict`, what
+``compare --format json`` prints. A report reads its files once: each trace is counted as
+its row goes onto the page, and bad input fails with the readers' own errors.
 
 Questions are stored compactly (a page may hold 100,000 of them): each row refers to
 small string tables (groups, buckets, reasons) by index, and each trace keeps only the
@@ -15,17 +16,18 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import count_files, read_any
+from ..formats import read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from ..tally import Tally, group_of
+from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
 
-__all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields"]
+__all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields", "expand_trace", "TABLED_LISTS",
+           "TABLED_TEXTS"]
 
 
 def attribute_output(tally: Tally) -> dict[str, list[dict[str, Any]]]:
@@ -46,8 +48,16 @@ def missing_fields(trace: Trace) -> list[int]:
     return [i for i, check in enumerate(_doctor_checks()) if check.missing(trace)]
 
 
-def _compact(trace: Trace) -> dict[str, Any]:
-    """The trace's fields without those left at their default, ranked lists as parallel arrays.
+#: Fields whose strings recur from trace to trace (passage ids, sections, provenance): the page
+#: stores each such string once, in ``strings``, and these fields as indices into it.
+TABLED_LISTS = ("gold", "retrieved", "reranked", "prompt", "answer_ids", "truncated", "retrieved_sections",
+                "reranked_sections")
+TABLED_TEXTS = ("pipeline", "model", "prompt_version", "timestamp", "prompt_source")
+
+
+def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
+    """The trace's fields without those left at their default, ranked lists as parallel arrays,
+    recurring strings as indices into ``strings`` (see :func:`expand_trace`).
 
     A page may hold 100,000 traces, so a ranked list is stored as ``retrieved`` (ids),
     ``retrieved_scores`` and ``retrieved_sections`` rather than as one object per entry.
@@ -66,6 +76,26 @@ def _compact(trace: Trace) -> dict[str, Any]:
                 values = getattr(trace, f"{stage}_{part}")
                 if values is not None:
                     out[f"{stage}_{part}"] = values
+    for name in TABLED_LISTS:
+        values = out.get(name)
+        if values is not None:
+            out[name] = [strings[v] for v in values]
+    for name in TABLED_TEXTS:
+        if name in out:
+            out[name] = strings[out[name]]
+    return out
+
+
+def expand_trace(t: dict[str, Any], strings: Sequence[str]) -> dict[str, Any]:
+    """A question's stored fields with the indices of :func:`_compact` back as their strings
+    (what the page's script does before it shows a trace)."""
+    out = dict(t)
+    for name in TABLED_LISTS:
+        if out.get(name) is not None:
+            out[name] = [None if i is None else strings[i] for i in out[name]]
+    for name in TABLED_TEXTS:
+        if out.get(name) is not None:
+            out[name] = strings[out[name]]
     return out
 
 
@@ -75,21 +105,26 @@ def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     return {"d": {k: v for k, v in after.items() if before.get(k) != v}, "gone": [k for k in before if k not in after]}
 
 
-class _Strings:
-    """A string table: each distinct text stored once, rows refer to it by index."""
+class _Strings(dict):
+    """A string table: each distinct text stored once, rows refer to it by index.
+
+    ``table(text)`` or ``table[text]`` is the text's index (a new text is appended); ``table[None]``
+    is None. A dict, so that a text already in the table costs one lookup in C (a page holds
+    millions of recurring ids).
+    """
 
     def __init__(self, initial: Iterable[str] = ()) -> None:
+        super().__init__({None: None})
         self.items: list[str] = []
-        self._index: dict[str, int] = {}
         for text in initial:
-            self(text)
+            self[text]
 
-    def __call__(self, text: str) -> int:
-        index = self._index.get(text)
-        if index is None:
-            index = self._index[text] = len(self.items)
-            self.items.append(text)
+    def __missing__(self, text: str) -> int:
+        index = self[text] = len(self.items)
+        self.items.append(text)
         return index
+
+    __call__ = dict.__getitem__
 
 
 _FLAG_BIT = {flag: 1 << i for i, flag in enumerate(FLAGS)}
@@ -103,10 +138,11 @@ def _flag_mask(flags: Iterable[str]) -> int:
     return mask
 
 
-def _side(trace: Trace, d: Diagnosis, reasons: _Strings) -> dict[str, Any]:
+def _side(trace: Trace, d: Diagnosis, reasons: _Strings, strings: _Strings) -> dict[str, Any]:
     """One trace on the page: its compact fields, its diagnosis and the doctor's missing fields."""
-    return {"t": _compact(trace), "b": _BUCKET[d.stage.value], "r": reasons(d.reason), "f": _flag_mask(d.flags),
-            "s": d.severity, "m": missing_fields(trace), "recall": d.recall, "retention": d.retention}
+    return {"t": _compact(trace, strings), "b": _BUCKET[d.stage.value], "r": reasons(d.reason),
+            "f": _flag_mask(d.flags), "s": d.severity, "m": missing_fields(trace), "recall": d.recall,
+            "retention": d.retention}
 
 
 def _common(kind: str) -> dict[str, Any]:
@@ -125,25 +161,28 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
     from ..report import funnel_from_tally
 
     paths = [str(p) for p in paths]
-    tally = count_files(paths, by=by, require=require)
+    groups, reasons, strings = _Strings(), _Strings(), _Strings()
+    questions: list[dict[str, Any]] = []
+
+    def on_the_page(path: str) -> Iterator[Trace]:
+        for trace in read_any(path):
+            side = _side(trace, diagnose(trace, require), reasons, strings)
+            side["g"] = groups(group_of(trace, by))
+            questions.append(side)
+            yield trace
+
+    tally = Tally()
+    for path in paths:  # one read: every trace is counted as it goes onto the page
+        tally.update(tally_records(on_the_page(path), by, require))
     counted = attribute_output(tally)
-    traces = [t for path in paths for t in read_any(path)]
-    groups, reasons = _Strings(), _Strings()
-    questions = []
-    for trace in traces:
-        d = diagnose(trace, require)
-        side = _side(trace, d, reasons)
-        side["g"] = groups(group_of(trace, by))
-        questions.append(side)
     table = funnel_from_tally(tally)
     data = _common("report")
     data.update({
-        "files": paths, "by": by, "require": require, "n": len(traces),
+        "files": paths, "by": by, "require": require, "n": len(questions),
         "attribution": counted["buckets"], "flags": counted["flags"],
         "funnel": table.to_dict(orient="records"),
-        "groups": groups.items, "reasons": reasons.items, "questions": questions,
+        "groups": groups.items, "reasons": reasons.items, "strings": strings.items, "questions": questions,
     })
-    data["_traces"] = traces  # for the figures; dropped before the page is written
     return data
 
 
@@ -154,11 +193,12 @@ def comparison_data(before: str | Path, after: str | Path, require: str = "any",
 
     paired = pair_runs(read_any(before), read_any(after), require=require, intersect=intersect)
     c = paired.comparison
-    reasons = _Strings()
+    reasons, strings = _Strings(), _Strings()
     status = {s: i for i, s in enumerate(STATUSES)}
     questions = []
     for p in paired.pairs:
-        a, z = _side(p.before, p.before_diagnosis, reasons), _side(p.after, p.after_diagnosis, reasons)
+        a = _side(p.before, p.before_diagnosis, reasons, strings)
+        z = _side(p.after, p.after_diagnosis, reasons, strings)
         z.update(_difference(a["t"], z.pop("t")))
         questions.append({"id": p.query_id, "st": status[p.status], "crit": list(p.newly_critical), "a": a, "z": z})
     data = _common("compare")
@@ -168,7 +208,7 @@ def comparison_data(before: str | Path, after: str | Path, require: str = "any",
         "right_before": c.both_right + c.broken, "right_after": c.both_right + c.fixed,
         "both_right": c.both_right, "both_wrong": c.both_wrong,
         "only_before": len(c.only_before), "only_after": len(c.only_after),
-        "statuses": list(STATUSES), "reasons": reasons.items, "questions": questions,
+        "statuses": list(STATUSES), "reasons": reasons.items, "strings": strings.items, "questions": questions,
     })
     data["_comparison"] = c
     return data

@@ -83,13 +83,19 @@ def _outside(t: Trace) -> bool:
     return any(p not in ranked for p in t.prompt)
 
 
+def _reranked_outside(t: Trace) -> bool:
+    """Reranked ids that the retrieved list does not hold (one set of the retrieved ids per trace)."""
+    if t.reranked is None:
+        return False
+    retrieved = set(t.retrieved)
+    return any(r not in retrieved for r in t.reranked)
+
+
 SHAPE_CHECKS: tuple[tuple[str, Callable[[Trace], bool], str], ...] = (
     ("prompt ids outside the ranked list", _outside,
      "prompt ⊆ reranked ⊆ retrieved does not hold: a stage is missing from the log, or ids differ between stages"),
     ("duplicate ids", lambda t: bool(_duplicates(t)), "a passage counted twice inflates recall and retention"),
-    ("reranked outside retrieved", lambda t: t.reranked is not None and any(r not in set(t.retrieved)
-                                                                            for r in t.reranked),
-     "the reranker saw candidates the retrieval log does not list"),
+    ("reranked outside retrieved", _reranked_outside, "the reranker saw candidates the retrieval log does not list"),
     ("answer never judged", lambda t: diagnose(t).stage is Stage.UNJUDGED,
      "the evidence reached the prompt but nothing judges the answer (`unjudged`): add `correct`, "
      "`answer_ids` or claim labels"),

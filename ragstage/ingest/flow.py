@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
-from ..atomic import atomic_output, check_output
+from ..atomic import atomic_output, check_output, is_special
 from ..collector import collector_paused
 from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
+from ..workers import die_with_parent
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
@@ -493,7 +494,8 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     must read the file). The first part writes straight into the output's temporary file
     (a plain one) and the others' files are appended to it: the largest part is never copied."""
     result = IngestResult([], [], [])
-    gz = Path(out).suffix == ".gz"  # then every part's file goes through the compressor
+    # gz: every part's file goes through the compressor; a device or pipe (is_special) is opened once
+    gz = Path(out).suffix == ".gz" or is_special(out)
     try:
         with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out, inputs) as tmp:
             files = [Path(folder) / f"{k}.jsonl" for k in range(len(plan.parts))]
@@ -524,7 +526,8 @@ def _read_parts(job: _PartJob, result: IngestResult) -> list[_PartDone]:
     global _JOB
     _JOB = job
     try:
-        with ProcessPoolExecutor(len(job.plan.parts), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(len(job.plan.parts), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=die_with_parent) as pool:
             parts = list(pool.map(_ingest_part, range(len(job.plan.parts))))
     finally:
         _JOB = None

@@ -27,6 +27,7 @@ from typing import IO, NamedTuple
 import orjson
 
 from ..trace import line_ranges
+from ..workers import die_with_parent
 from .spans import Span, SpanError, hex_id
 
 __all__ = ["trace_lines", "scanning", "FileScan", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
@@ -173,7 +174,8 @@ def scanning(path: str | Path, block_size: int = 1 << 23, workers: int = 1) -> I
         return
     import multiprocessing
 
-    with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:  # leaving it stops the processes
+    # leaving the block stops the processes
+    with multiprocessing.get_context("fork").Pool(len(jobs), initializer=die_with_parent) as pool:
         pending = pool.map_async(_scan_range, jobs)
         yield lambda: _joined(pending.get())
 

@@ -7,7 +7,9 @@ chapter 1 fixture with the published SciFact counts at a glance.
 
 from __future__ import annotations
 
-__all__ = ["BUCKET_COLOURS", "STAGE_LABELS", "WILSON_COLOUR", "NORMAL_COLOUR", "FIXED_COLOUR", "BROKEN_COLOUR"]
+from ..rows import printable
+
+__all__ = ["plain", "BUCKET_COLOURS", "STAGE_LABELS", "WILSON_COLOUR", "NORMAL_COLOUR", "FIXED_COLOUR", "BROKEN_COLOUR"]
 
 #: One colour per bucket, used by every figure in the workbook.
 BUCKET_COLOURS: dict[str, str] = {
@@ -42,6 +44,19 @@ STAGE_LABELS: dict[str, str] = {
     "unjudged": "unjudged",
     "not_logged": "stage not logged",
 }
+
+
+
+def plain(name: object) -> str:
+    """A name from data (a pipeline, a group, a file) as matplotlib draws it: literally.
+
+    Matplotlib parses text between two ``$`` as math: a name such as ``cost $5-$10`` is drawn
+    mangled, and a malformed or deeply nested one stops the figure with a parser error. Each
+    ``$`` is escaped (``\\$``, which matplotlib draws as ``$`` and never parses), and control
+    characters are written as escapes (:func:`ragstage.rows.printable`), which no font has a glyph for.
+    """
+    return printable(str(name)).replace("$", "\\$")
+
 
 WILSON_COLOUR = "#1f77b4"
 NORMAL_COLOUR = "#d62728"

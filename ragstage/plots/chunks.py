@@ -13,6 +13,7 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from ._figure import new_axes
+from ._style import plain
 
 __all__ = ["document_chunks", "chunking_plot"]
 
@@ -65,7 +66,7 @@ def chunking_plot(chunkings: Mapping[str, Sequence[tuple[int, int]]], gold: tupl
                                    linewidth=1.2 if gold_chunk else 0.8, zorder=2))
             ax.text((s + e) / 2, row, f"chunk {i + 1}", ha="center", va="center", fontsize="x-small", zorder=5,
                     color="white" if gold_chunk and i % 2 == 0 else "black", clip_on=True)
-        names.append(f"{name}\n{hits} gold chunk{'s' if hits != 1 else ''}")
+        names.append(f"{plain(name)}\n{hits} gold chunk{'s' if hits != 1 else ''}")
     ax.axvspan(start, end, color=_GOLD, alpha=0.5, zorder=1, label=f"gold span, characters {start}-{end}")
     for edge in (start, end):
         ax.axvline(edge, color="#b35900", linewidth=1.5, linestyle="--", zorder=4)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..stats import Z95, normal_interval, wilson
 from ._figure import new_axes
-from ._style import NORMAL_COLOUR, WILSON_COLOUR
+from ._style import NORMAL_COLOUR, WILSON_COLOUR, plain
 
 __all__ = ["interval_rows", "interval_plot", "coverage_plot"]
 
@@ -87,7 +87,7 @@ def interval_plot(data: Any, *, normal: bool = False, label: str | Sequence[str]
     for y, (_, row) in zip(ys, rows.iterrows()):
         ax.annotate(f"{row['k']}/{row['n']}", (row["rate"], y - offset), textcoords="offset points",
                     xytext=(0, 7), ha="center", fontsize="x-small")
-    ax.set_yticks(ys, rows["label"].tolist())
+    ax.set_yticks(ys, [plain(name) for name in rows["label"]])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(lo_lim - 0.02, hi_lim + 0.02)
     ax.set_xlabel(xlabel)

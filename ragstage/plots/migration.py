@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..attribution import BUCKETS, RIGHT, UNDECIDED
 from ._figure import new_axes
-from ._style import BROKEN_COLOUR, BUCKET_COLOURS, FIXED_COLOUR, STAGE_LABELS
+from ._style import BROKEN_COLOUR, BUCKET_COLOURS, FIXED_COLOUR, STAGE_LABELS, plain
 
 __all__ = ["migration_matrix", "move_kind", "migration_heatmap", "migration_flow", "bucket_change", "MOVE_COLOURS"]
 
@@ -160,8 +160,8 @@ def migration_flow(migration: Any, *, before: str = "before", after: str = "afte
                        _spread([right[b] + in_totals[b] / 2 for b in right], label_gap)[-1])
     ax.set_ylim(max(height, label_bottom + label_gap / 2), -n * 0.08)
     ax.set_xlim(-0.75, 1.75)
-    ax.text(x0 - w / 2, -n * 0.04, before, ha="center", va="bottom", fontweight="bold")
-    ax.text(x1 + w / 2, -n * 0.04, after, ha="center", va="bottom", fontweight="bold")
+    ax.text(x0 - w / 2, -n * 0.04, plain(before), ha="center", va="bottom", fontweight="bold")
+    ax.text(x1 + w / 2, -n * 0.04, plain(after), ha="center", va="bottom", fontweight="bold")
     ax.set_axis_off()
     from matplotlib.patches import Patch
 
@@ -169,7 +169,7 @@ def migration_flow(migration: Any, *, before: str = "before", after: str = "afte
     ax.legend([Patch(color=MOVE_COLOURS[k]) for k in shown], [f"{_MOVE_WORDS[k]}: {kinds[k]}" for k in shown],
               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(shown)), frameon=False,
               fontsize="small")
-    ax.set_title(title or f"{n} questions, {before} -> {after}", fontsize="medium")
+    ax.set_title(title or f"{n} questions, {plain(before)} -> {plain(after)}", fontsize="medium")
     return fig
 
 
@@ -197,8 +197,8 @@ def bucket_change(table: pd.DataFrame, before: str, after: str, *, title: str | 
                                                               color=FIXED_COLOUR if better else BROKEN_COLOUR))
         ax.annotate(f"{x0} -> {x1}", (max(x0, x1), y), textcoords="offset points", xytext=(8, 0), va="center",
                     fontsize="x-small")
-    ax.plot(a, ys, "o", color="#7f7f7f", label=before)
-    ax.plot(b, ys, "o", color="black", label=after)
+    ax.plot(a, ys, "o", color="#7f7f7f", label=plain(before))
+    ax.plot(b, ys, "o", color="black", label=plain(after))
     ax.set_yticks(ys, [STAGE_LABELS[s] for s in stages])
     ax.set_ylim(len(stages) - 0.5, -0.5)
     ax.set_xlim(-0.5, max(a + b + [1]) * 1.25 + 1)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ._figure import new_axes
+from ._style import plain
 
 __all__ = ["power_plot"]
 
@@ -43,8 +44,9 @@ def power_plot(curves: Mapping[str, pd.DataFrame], *, target: float = 0.8, n_now
     handles = []
     for i, (label, curve) in enumerate(curves.items()):
         colour = f"C{i}"
-        handles += ax.plot(curve["n"], curve["exact"], color=colour, label=f"{label}: exact")
-        ax.plot(curve["n"], curve["normal"], color=colour, linestyle="--", label=f"{label}: normal approximation")
+        handles += ax.plot(curve["n"], curve["exact"], color=colour, label=f"{plain(label)}: exact")
+        ax.plot(curve["n"], curve["normal"], color=colour, linestyle="--",
+                label=f"{plain(label)}: normal approximation")
     handles.append(ax.axhline(target, color="grey", linewidth=0.8, label=f"target power {target:.0%}"))
     if n_now is not None:
         handles.append(ax.axvline(n_now, color="grey", linewidth=0.8, linestyle=":",

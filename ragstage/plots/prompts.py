@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ._figure import new_axes
-from ._style import BUCKET_COLOURS
+from ._style import BUCKET_COLOURS, plain
 
 __all__ = ["prompt_fill_plot"]
 
@@ -44,7 +44,7 @@ def prompt_fill_plot(fill: pd.DataFrame, *, title: str | None = None, ax: Any = 
                     f"{int(row['budget_stopped'])} of {int(row['questions'])}",
                     (row["mean_offered"], y), textcoords="offset points", xytext=(5, 0), va="center",
                     fontsize="x-small")
-    ax.set_yticks(ys, groups)
+    ax.set_yticks(ys, [plain(g) for g in groups])
     ax.set_ylim(len(groups) - 0.5, -0.5)
     ax.set_xlim(0, top * 1.75)
     ax.set_xticks(range(top + 1))

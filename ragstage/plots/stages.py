@@ -16,7 +16,7 @@ import pandas as pd
 from ..attribution import BUCKETS, RIGHT
 from ..stats import wilson
 from ._figure import new_axes, new_figure
-from ._style import BUCKET_COLOURS, STAGE_LABELS
+from ._style import BUCKET_COLOURS, STAGE_LABELS, plain
 
 __all__ = ["stage_shares", "stage_bars", "lost_bars", "funnel_plot", "funnel_counts", "FUNNEL_STAGES"]
 
@@ -102,7 +102,7 @@ def stage_bars(table: pd.DataFrame, *, value: str = "share", groups: Sequence[st
         for y, hi, k in zip(ys, highs, part["count"]):
             panel.annotate(f"{int(k)}/{n}", (hi, y), textcoords="offset points", xytext=(4, 0), va="center",
                            fontsize="x-small")
-        panel.set_title(f"{group} (n={n})" if show_n else str(group), fontsize="medium")
+        panel.set_title(f"{plain(group)} (n={n})" if show_n else plain(group), fontsize="medium")
         panel.set_yticks(ys, [STAGE_LABELS[s] for s in stages])
         panel.set_ylim(len(stages) - 0.5, -0.5)
         scale_max = max(scale_max, max(highs, default=0.0))
@@ -149,7 +149,7 @@ def lost_bars(table: pd.DataFrame, *, groups: Sequence[str] | None = None, title
                         va="center", fontsize="x-small", color="white" if stage in ("retrieval", "generation",
                                                                                    "query_understanding") else "black")
         base = [b + v for b, v in zip(base, vals)]
-    ax.set_yticks(ys, [f"{g}\n{int(totals[g])} of {int(sizes[g])} lost" for g in order])
+    ax.set_yticks(ys, [f"{plain(g)}\n{int(totals[g])} of {int(sizes[g])} lost" for g in order])
     ax.set_ylim(len(order) - 0.5, -0.5)
     ax.set_xlim(0, widest * 1.02)
     ax.set_xlabel("questions lost")
@@ -180,7 +180,7 @@ def _funnel_rates(ax: Any, funnel: pd.DataFrame, order: list[str], groups: list[
         xs = [order.index(s) - 0.3 + width * (gi + 0.5) for s in rows.index]
         rates = rows["rate"].astype(float).tolist()
         err = [[r - lo for r, lo in zip(rates, rows["low"])], [hi - r for r, hi in zip(rates, rows["high"])]]
-        ax.errorbar(xs, rates, yerr=err, fmt="o", capsize=4, label=str(group), color=f"C{gi}")
+        ax.errorbar(xs, rates, yerr=err, fmt="o", capsize=4, label=plain(group), color=f"C{gi}")
         if len(groups) > 2:
             continue  # the counts panel carries the numbers; side by side they would overlap
         for x, r, s, e in zip(xs, rates, rows["survived"], rows["entered"]):
@@ -198,8 +198,8 @@ def _funnel_bars(ax: Any, funnel: pd.DataFrame, order: list[str], groups: list[s
         xs = [order.index(s) - 0.35 + width * (gi + 0.5) for s in rows.index]
         entered, survived = rows["entered"].astype(int).tolist(), rows["survived"].astype(int).tolist()
         ax.bar(xs, entered, width=width * 0.9, color="white", edgecolor=f"C{gi}", linewidth=1.2,
-               label=f"{group}: entered")
-        ax.bar(xs, survived, width=width * 0.9, color=f"C{gi}", alpha=0.75, label=f"{group}: survived")
+               label=f"{plain(group)}: entered")
+        ax.bar(xs, survived, width=width * 0.9, color=f"C{gi}", alpha=0.75, label=f"{plain(group)}: survived")
         for x, e, s in zip(xs, entered, survived):
             ax.annotate(f"{s} of {e}", (x, e), textcoords="offset points", xytext=(0, 2), ha="center",
                         va="bottom", fontsize="x-small", rotation=90 if len(groups) > 2 else 0)

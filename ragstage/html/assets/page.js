@@ -41,18 +41,41 @@
     return DATA.flag_names.filter(function (f, i) { return mask & (1 << i); });
   }
 
-  // A table of numbers: every cell keeps its exact value in data-value (the tests read it).
+  // A table of numbers: every cell keeps its exact value in data-value (the tests read it). A table
+  // of more than TABLE_PAGE rows (a report of thousands of groups) shows one page of rows at a time.
+  var TABLE_PAGE = 500;
   function numberTable(id, rows, columns) {
     var head = el("tr", null, columns.map(function (c) { return el("th", {text: c}); }));
-    var body = el("tbody", null, rows.map(function (r) {
+    var body = el("tbody");
+    var table = el("table", {id: id}, [el("thead", null, [head]), body]);
+    function row(r) {
       return el("tr", null, columns.map(function (c) {
         var v = r[c];
         var isNum = typeof v === "number";
         return el("td", {cls: isNum ? "num" : null, "data-col": c, "data-value": String(v),
                          text: isNum ? fmt(v) : String(v)});
       }));
-    }));
-    return el("table", {id: id}, [el("thead", null, [head]), body]);
+    }
+    if (rows.length <= TABLE_PAGE) {
+      rows.forEach(function (r) { body.appendChild(row(r)); });
+      return table;
+    }
+    var page = 0;
+    var prev = el("button", {cls: "table-prev", text: "‹ previous"});
+    var next = el("button", {cls: "table-next", text: "next ›"});
+    var info = el("span", {cls: "page-info"});
+    function draw() {
+      body.textContent = "";
+      var start = page * TABLE_PAGE, end = Math.min(start + TABLE_PAGE, rows.length);
+      rows.slice(start, end).forEach(function (r) { body.appendChild(row(r)); });
+      info.textContent = "rows " + (start + 1) + "–" + end + " of " + rows.length.toLocaleString("en");
+      prev.disabled = page === 0;
+      next.disabled = end >= rows.length;
+    }
+    prev.addEventListener("click", function () { if (page > 0) { page--; draw(); } });
+    next.addEventListener("click", function () { if ((page + 1) * TABLE_PAGE < rows.length) { page++; draw(); } });
+    draw();
+    return el("div", {cls: "paged"}, [table, el("div", {cls: "pager"}, [prev, next, info])]);
   }
   function card(key, value, id) {
     return el("div", {cls: "card", id: id}, [el("div", {cls: "v", text: String(value)}), el("div", {cls: "k", text: key})]);
@@ -110,8 +133,20 @@
     node.appendChild(document.createTextNode(answer.slice(last)));
     return node;
   }
+  // A stored trace with its recurring strings (ids, sections, provenance) back from DATA.strings.
+  var TABLED_LISTS = ["gold", "retrieved", "reranked", "prompt", "answer_ids", "truncated", "retrieved_sections",
+                      "reranked_sections"];
+  var TABLED_TEXTS = ["pipeline", "model", "prompt_version", "timestamp", "prompt_source"];
+  function expand(stored) {
+    var t = Object.assign({}, stored);
+    TABLED_LISTS.forEach(function (k) {
+      if (Array.isArray(t[k])) t[k] = t[k].map(function (i) { return i === null ? null : DATA.strings[i]; });
+    });
+    TABLED_TEXTS.forEach(function (k) { if (typeof t[k] === "number") t[k] = DATA.strings[t[k]]; });
+    return t;
+  }
   function traceView(side, label, group) {
-    var t = side.t;
+    var t = expand(side.t);
     var gold = new Set(t.gold || []);
     var truncated = new Set(t.truncated || []);
     var flags = flagList(side.f);
