@@ -11,9 +11,13 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   retrievers and returns fewer documents than they found (a compression retriever), and
   LlamaIndex node postprocessors (``*._postprocess_nodes`` CHAIN spans). The last to finish
   gives ``reranked``.
-* **generation**: every LLM span's input counts as prompt text (a refine-style synthesis
-  spreads the context over several calls); the LLM span that finishes last gives the answer
-  and the model. An LLM span that only renders a template (Haystack's ``PromptBuilder``) is
+* **generation**: every answering LLM span's input counts as prompt text (a refine-style
+  synthesis spreads the context over several calls); the one that finishes last gives the
+  answer and the model. A model call inside a retriever or a ranking step (an LLM reranker's)
+  belongs to that step, and an LLM span wrapping another (LlamaIndex's ``predict`` around
+  ``complete``) is not the call itself: neither is the answering model. A prompt that renders
+  its chunks as a Python list (escaped line breaks) is also read unescaped. An LLM span that
+  only renders a template (Haystack's ``PromptBuilder``) is
   prompt assembly, not a model call: the prompt is what the model received.
 * **errors**: the first span to finish with status ERROR sets the trace's ``error``, at the
   stage of its kind (``pipeline`` when only a chain span recorded it); a pasted traceback is
@@ -37,7 +41,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import openinference as oi
 from .memo import MEMO_SIZE, remember
-from .recover import normalise
+from .recover import normalise, unescaped
 from .spans import Span
 from .tree import SpanTree
 
@@ -265,6 +269,24 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
     req.incomplete = reasons
 
 
+def _answering(req: Request, tree: SpanTree, llms: list[Span], stage_spans: list[Span]) -> list[Span]:
+    """The LLM spans of the answering model: not a model call inside a retriever or a ranking step
+    (an LLM reranker's prompt lists every candidate in full: read as the prompt, every candidate
+    would look delivered), and not a wrapper of another LLM span (LlamaIndex's ``predict`` holds
+    the template object; the ``complete`` span inside it holds the text the model received)."""
+    if not llms:
+        return llms
+    inside = tree.marked_below({s.span_id for s in stage_spans}, llms) if stage_spans else set()
+    llm_ids = {s.span_id for s in llms}
+    wrappers = tree.marked_above(llm_ids) & llm_ids
+    answering = [s for s in llms if s.span_id not in inside and s.span_id not in wrappers]
+    if inside:
+        names = sorted({s.name for s in llms if s.span_id in inside})
+        req.notes["stage_models"] = (f"{len(inside)} LLM span(s) inside a retrieval or ranking step {names[:3]}: "
+                                     "that step's model calls, not the answering model")
+    return answering
+
+
 def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
     """Read one request's spans (see the module docstring for the rules)."""
     req = Request(trace_id=trace_id)
@@ -327,21 +349,25 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    for s in llms:  # the prompt is what the model received, not what a template was given
+    answering = _answering(req, tree, llms, retrievers + rerank_spans + postprocessors)
+    for s in answering:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s, groups[s.span_id])
         if text:
             req.prompt_texts.append(text)
+            plain = unescaped(text)  # chunks rendered as a Python list: their line breaks escaped
+            if plain is not None:
+                req.prompt_texts.append(plain)
     if not req.prompt_texts:  # no model call logged its input: the rendered prompt, if a builder logged it
         req.prompt_texts = [t for s in builders if (t := oi.answer_text(s, groups[s.span_id]))]
     if builders:
         req.notes["prompt"] = (f"{len(builders)} prompt-builder span(s) {[s.name for s in builders][:3]} read as "
                                "prompt assembly, not as a model call")
-    answers = [(s, answer) for s in llms if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
+    answers = [(s, answer) for s in answering if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
     if answers:
         last, req.answer = max(answers, key=lambda pair: pair[0].end_ns)
         req.model = (last.attributes.get("llm.model_name")
                      or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
-        req.notes["answer"] = f"'{last.name}', the last of {len(llms)} LLM span(s) to finish"
+        req.notes["answer"] = f"'{last.name}', the last of {len(answering)} answering LLM span(s) to finish"
     if isinstance(req.metadata.get(query_key), str):
         req.query = req.metadata[query_key]
     else:
