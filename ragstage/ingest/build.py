@@ -180,8 +180,9 @@ class IngestResult:
         if self.unlocated:
             n_labelled = counts.labelled
             keys = ", ".join(self.chunk_metadata_keys) or "none"
-            lines.append(f"{len(self.unlocated)} of {n_labelled} labels matched no retrieved chunk: the chunk keys "
-                         f"locate no chunk; chunk metadata keys: {keys} (pass --doc-key/--start-key/--end-key, "
+            lines.append(f"{len(self.unlocated)} of {n_labelled + len(self.unlocated)} labelled request(s) have no "
+                         "chunk the chunk keys locate, so their stage cannot be observed: written as label_missing, "
+                         f"not as a retrieval loss; chunk metadata keys: {keys} (pass --doc-key/--start-key/--end-key, "
                          "Python: chunk_keys=ChunkKeys(...)): " + _some(self.unlocated))
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -403,10 +404,12 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
         elif where and not locatable(label, where):
             found.unlocated = True
             notes["gold"] = (f"no candidate could be located{where_label}: the chunk keys find no document or "
-                             "offsets in the chunks' metadata; gold is the label's own targets")
+                             "offsets in the chunks' metadata, so no stage can be shown to have lost or kept the "
+                             "evidence: written with no gold (label_missing), never as a retrieval loss")
         else:
             notes["gold"] = f"no candidate matched the label{where_label}: gold is the label's own targets"
-        record["gold"] = list(gold or label.targets)
+        # unlocated: the label's targets are no chunk's id, and every list would look as if it lost them
+        record["gold"] = [] if found.unlocated else list(gold or label.targets)
         correct = label.correct
         if correct is None and opts.judge is not None and req.answer is not None:
             correct = opts.judge(req.answer, label)

@@ -214,8 +214,8 @@ def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str
         notes.append(f"{path}: {len(result.partial)} trace(s) whose gold span reached the prompt only in part")
     if result.unlocated:
         keys = ", ".join(result.chunk_metadata_keys) or "none"
-        notes.append(f"{path}: {len(result.unlocated)} label(s) matched no retrieved chunk: the chunk keys locate "
-                     f"nothing; chunk metadata keys: {keys} (--doc-key, --start-key, --end-key)")
+        notes.append(f"{path}: {len(result.unlocated)} labelled request(s) with no chunk the chunk keys locate: "
+                     f"their stage cannot be observed; chunk metadata keys: {keys} (--doc-key, --start-key, --end-key)")
         unlocated = set(result.unlocated)
         for t in result.traces:
             if t.query_id in unlocated:
