@@ -201,3 +201,95 @@ def mlflow_ask(app: Any, case: Case) -> None:
         return app.ask(None, question, case.answer, **settings)
 
     request(case.question)
+
+
+UNANSWERABLE = "What is the company's policy on pets in the office?"
+
+#: DSPy's requests: the gold as sentences copied from the handbook (``gold_text``), since a DSPy
+#: ``Retrieve`` span exports only the passages' texts; a refusal of an unanswerable question; a
+#: context budget that cuts every passage (prompt assembly).
+DSPY_CASES = [c for c in CASES if c.query_id != "reranked-away"] + [
+    Case("reranked-away", FLIGHTS, "A director.", "reranking", "travel", "Flights need approval from a director",
+         {"rerank_top": 1}),
+    Case("unanswerable", UNANSWERABLE, "I don't know.", "correct_refusal"),
+    Case("cut", LAPTOPS, "Every ninety days.", "prompt_assembly", "security", "Passwords rotate every ninety days",
+         {"budget": 20}),
+]
+
+
+def text_labels(cases: list[Case]) -> list[dict[str, Any]]:
+    """Labels naming the gold by a sentence copied from it (for chunks that carry no location)."""
+    out = []
+    for case in cases:
+        label: dict[str, Any] = {"query_id": case.query_id}
+        if case.expected == "correct_refusal":
+            label["answerable"] = False
+        elif case.expected != "endpoint_unavailable":
+            label["correct"] = case.expected == "none"
+        if case.gold_phrase is not None:
+            label["gold_text"] = [case.gold_phrase]
+        out.append(label)
+    return out
+
+
+class DSPyApp:
+    """``dspy.Retrieve`` over the handbook's sentences (BM25) → optional reranking module → a
+    context budget → ``dspy.Predict("context, question -> answer")`` on a scripted ``DummyLM``."""
+
+    def __init__(self, k: int = 3) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.passages = [s.strip().rstrip(".") + "." for d in load_handbook() for s in d["text"].split(". ")]
+        self.bm25 = BM25Okapi([words(p) for p in self.passages])
+        self.k = k
+
+    def search(self, fail: bool) -> Any:
+        from types import SimpleNamespace
+
+        def rm(query: str, k: int = 3, **_: Any) -> list:
+            if fail:
+                raise ConnectionError("search index unreachable")
+            scores = self.bm25.get_scores(words(query))
+            order = sorted(range(len(self.passages)), key=lambda i: (-scores[i], i))[:k]
+            return [SimpleNamespace(long_text=self.passages[i]) for i in order]
+
+        return rm
+
+    def ask(self, case: Case) -> None:
+        import dspy
+        from dspy.utils import DummyLM
+        from openinference.instrumentation import using_metadata
+
+        settings = dict(case.settings)
+        top_n, budget = settings.get("rerank_top"), settings.get("budget")
+
+        class OverlapRerank(dspy.Module):
+            """Keeps the passages sharing most words with the question."""
+
+            def forward(self, question: str, passages: list[str]) -> Any:
+                ranked = sorted(passages, key=lambda p: -len(set(words(question)) & set(words(p))))
+                return dspy.Prediction(passages=ranked[:top_n])
+
+        k = self.k
+
+        class RAG(dspy.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.retrieve = dspy.Retrieve(k=k)
+                self.rerank = OverlapRerank() if top_n else None
+                self.generate = dspy.Predict("context, question -> answer")
+
+            def forward(self, question: str) -> Any:
+                passages = self.retrieve(question).passages
+                if self.rerank is not None:
+                    passages = self.rerank(question=question, passages=passages).passages
+                if budget is not None:
+                    passages = [p[:budget] for p in passages]
+                return self.generate(context=passages, question=question)
+
+        with dspy.context(rm=self.search(settings.get("fail", False)), lm=DummyLM([{"answer": case.answer}])):
+            with using_metadata({"query_id": case.query_id}):
+                try:
+                    RAG()(question=case.question)
+                except ConnectionError:
+                    pass

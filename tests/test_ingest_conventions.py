@@ -104,3 +104,52 @@ def test_llamaindex_llm_reranker_and_list_prompt(llamaindex_openinference: Any, 
     assert buckets(result) == expected
     kept_cut = next(t for t in result.traces if t.query_id == "kept-then-cut")
     assert "stage_models" in kept_cut.meta["ingest"]
+
+
+@pytest.fixture(scope="session")
+def dspy_openinference(tmp_path_factory: Any) -> tuple[list[Any], Any, Any]:
+    need("dspy")
+    oi = need("openinference.instrumentation.dspy")
+    import orjson
+    from stack_apps import DSPY_CASES, DSPyApp, text_labels
+
+    folder = tmp_path_factory.mktemp("dspy_oi")
+    app = DSPyApp()
+    memory, path = capture(folder, oi.DSPyInstrumentor(), lambda: [app.ask(c) for c in DSPY_CASES])
+    labels = folder / "labels.jsonl"
+    labels.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in text_labels(DSPY_CASES)))
+    return memory, path, labels
+
+
+@pytest.mark.parametrize("source", ["memory", "otlp"])
+def test_dspy_requests_land_in_their_buckets(dspy_openinference: Any, source: str) -> None:
+    """DSPy under OpenInference: passages with text only (gold found by a copied sentence), a
+    reranking module read as the ranking step, the answer field read out of the adapter's markers."""
+    from stack_apps import DSPY_CASES
+
+    memory, path, labels = dspy_openinference
+    result = ingest_spans(memory if source == "memory" else path, labels)
+    assert buckets(result) == {c.query_id: c.expected for c in DSPY_CASES}
+    answers = {t.query_id: t.answer for t in result.traces}
+    assert answers["unanswerable"] == "I don't know."  # the field, not "[[ ## answer ## ]]\nI don't know."
+    assert not result.unlocated and not result.unmatched_labels
+
+
+def test_field_answer_reads_the_answer_field() -> None:
+    from ragstage.ingest.frameworks import field_answer
+
+    assert field_answer("[[ ## answer ## ]]\nI don't know.\n\n[[ ## completed ## ]]") == "I don't know."
+    assert field_answer("[[ ## reasoning ## ]]\nsteps\n[[ ## answer ## ]]\nTwo weeks.") == "Two weeks."
+    assert field_answer("[[ ## summary ## ]]\nno answer field") == "[[ ## summary ## ]]\nno answer field"
+    assert field_answer("Plain text.") == "Plain text."
+
+
+def test_gold_text_label_is_checked() -> None:
+    from ragstage.ingest.gold import parse_label
+    from ragstage.ingest.spans import SpanError
+
+    assert parse_label({"query_id": "q", "gold_text": ["A sentence."]}).targets == ("text:A sentence.",)
+    for bad in ("A sentence.", [""], [3]):
+        with pytest.raises(SpanError) as err:
+            parse_label({"query_id": "q", "gold_text": bad})
+        assert err.value.field == "gold_text"

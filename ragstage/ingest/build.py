@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..trace import Trace, write_traces
 from .gold import ChunkKeys, Label, LabelIndex, gold_ids, locatable, locate, span_coverage
+from .quote import quoted_ids
 from .recover import MIN_FRAGMENT, normalise, recover_prompt_ids
 from .requests import Request, candidate_contents
 from .spans import Span, SpanError, from_sdk_spans
@@ -398,10 +399,13 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
     if label is not None:
         where = {cid: locate(c.metadata, c.content, opts.chunk_keys) for cid, c in req.candidates.items()}
         gold = gold_ids(label, where)
+        contents = candidate_contents(req, normalised=True) if label.gold_text else {}
+        if contents:  # sentences copied from the evidence: found in the chunks' own text
+            gold = tuple(dict.fromkeys([*gold, *quoted_ids(label.gold_text, contents)]))
         where_label = f" (labels line {label.line})" if label.line is not None else ""
         if gold:
             notes["gold"] = f"{len(gold)} candidate chunk(s) matched the label{where_label}"
-        elif where and not locatable(label, where):
+        elif where and not contents and not locatable(label, where):
             found.unlocated = True
             notes["gold"] = (f"no candidate could be located{where_label}: the chunk keys find no document or "
                              "offsets in the chunks' metadata, so no stage can be shown to have lost or kept the "

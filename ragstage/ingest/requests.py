@@ -39,10 +39,13 @@ from datetime import datetime, timezone
 from operator import attrgetter
 from typing import Any, Iterable, Iterator, Mapping
 
+from . import frameworks as fw
 from . import openinference as oi
 from .memo import MEMO_SIZE, remember
 from .recover import normalise, unescaped
 from .spans import Span
+from .stages import answering as answering_spans
+from .stages import retrieval, text_ranking
 from .tree import SpanTree
 
 __all__ = ["Request", "Candidate", "group_requests", "read_request", "STAGE_OF_KIND"]
@@ -169,56 +172,6 @@ def _query_from(value: Any) -> str:
     return ""
 
 
-def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float | None]]:
-    seen: dict[str, float | None] = {}
-    for ranked in lists:
-        for cid, score in ranked:
-            seen.setdefault(cid, score)
-    return list(seen.items())
-
-
-def _retrieval(req: Request, tree: SpanTree, retrievers: list[Span],
-               lists: dict[str, list[tuple[str, float | None]] | None]
-               ) -> list[tuple[Span, list[tuple[str, float | None]]]]:
-    """Fill ``req.retrieved`` from each span's ``(id, score)`` list (None: it lists no documents);
-    returns the wrapping retriever spans that cut (a reranking stage)."""
-    if len(retrievers) == 1:  # one retriever span (the usual case): it is the leaf, whatever it lists
-        (only,) = retrievers
-        req.retrieved = _merge([lists[only.span_id] or []])
-        req.notes["retrieval"] = f"one retriever span '{only.name}'"
-        return []
-    listed = {s.span_id for s in retrievers if lists[s.span_id] is not None}
-    wraps_listed = tree.marked_above(listed)
-    under_listed = tree.marked_below(listed, retrievers)
-    leaves = [s for s in retrievers
-              if s.span_id not in wraps_listed and (s.span_id in listed or s.span_id not in under_listed)]
-    leaves.sort(key=_start_end)
-    leaf_ids = {s.span_id for s in leaves}
-    ranked = {s.span_id: lists[s.span_id] or [] for s in retrievers}
-    union = _merge([ranked[s.span_id] for s in leaves])
-    cuts = []
-    wrappers = [s for s in retrievers if s.span_id in listed and s.span_id not in leaf_ids]
-    fused_by = None
-    for w in sorted(wrappers, key=lambda s: s.end_ns):
-        if {c for c, _ in ranked[w.span_id]} == {c for c, _ in union} and fused_by is None:
-            fused_by = w
-        else:
-            cuts.append((w, ranked[w.span_id]))
-    names = [s.name for s in leaves]
-    if fused_by is not None and len(leaves) > 1:
-        req.retrieved = ranked[fused_by.span_id]
-        req.notes["retrieval"] = f"{len(leaves)} retriever spans {names}, fused by '{fused_by.name}' (its order)"
-    elif len(leaves) > 1:
-        req.retrieved = union
-        req.notes["retrieval"] = (f"{len(leaves)} retriever spans {names}, merged as their union in the order "
-                                  "they ran (first occurrence kept; scores are each retriever's own)")
-    else:
-        req.retrieved = union
-        if leaves:
-            req.notes["retrieval"] = f"one retriever span '{leaves[0].name}'"
-    return cuts
-
-
 def is_prompt_builder(span: Span) -> bool:
     """An LLM span that renders a template and calls no model (Haystack's ``PromptBuilder``, which
     the OpenInference instrumentor reports as LLM): it has a template, no messages, no model."""
@@ -269,24 +222,6 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
     req.incomplete = reasons
 
 
-def _answering(req: Request, tree: SpanTree, llms: list[Span], stage_spans: list[Span]) -> list[Span]:
-    """The LLM spans of the answering model: not a model call inside a retriever or a ranking step
-    (an LLM reranker's prompt lists every candidate in full: read as the prompt, every candidate
-    would look delivered), and not a wrapper of another LLM span (LlamaIndex's ``predict`` holds
-    the template object; the ``complete`` span inside it holds the text the model received)."""
-    if not llms:
-        return llms
-    inside = tree.marked_below({s.span_id for s in stage_spans}, llms) if stage_spans else set()
-    llm_ids = {s.span_id for s in llms}
-    wrappers = tree.marked_above(llm_ids) & llm_ids
-    answering = [s for s in llms if s.span_id not in inside and s.span_id not in wrappers]
-    if inside:
-        names = sorted({s.name for s in llms if s.span_id in inside})
-        req.notes["stage_models"] = (f"{len(inside)} LLM span(s) inside a retrieval or ranking step {names[:3]}: "
-                                     "that step's model calls, not the answering model")
-    return answering
-
-
 def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
     """Read one request's spans (see the module docstring for the rules)."""
     req = Request(trace_id=trace_id)
@@ -302,6 +237,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             for k, v in oi.metadata(s, read).items():
                 req.metadata.setdefault(k, v)
     retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
+    text_rankers: list[tuple[Span, list[str]]] = []  # CHAIN spans returning passages' texts (DSPy)
     for s in ordered:  # each span's part, in the order they started
         kind = s.kind
         if kind == "RETRIEVER":
@@ -310,8 +246,11 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             rerank_spans.append(s)
         elif kind == "LLM":
             (builders if is_prompt_builder(s) else llms).append(s)
-        elif kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
-            postprocessors.append(s)
+        elif kind == "CHAIN":
+            if fw.is_postprocessor(s):
+                postprocessors.append(s)
+            elif (texts := fw.ranked_texts(s)) is not None:
+                text_rankers.append((s, texts))
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
     docs = {s.span_id: oi.documents(s, groups=groups[s.span_id]) for s in retrievers}
     for s in rerank_spans:
@@ -337,19 +276,21 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
         lists[key] = pairs
-    stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, lists)
+    stages: list[tuple[Span, list[tuple[str, float | None]]]] = retrieval(req, tree, retrievers, lists)
     stages += [(s, list(lists[s.span_id] or ())) for s in rerank_spans]
     for s in postprocessors:
         ids = oi.postprocessor_ids(s)
         if ids is not None:
             scores = dict(req.retrieved)
             stages.append((s, [(i, scores.get(i)) for i in ids]))
+    stages += text_ranking(req, tree, retrievers, text_rankers)
     if stages:
         last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    answering = _answering(req, tree, llms, retrievers + rerank_spans + postprocessors)
+    ranking = rerank_spans + postprocessors + [s for s, _ in text_rankers]
+    answering = answering_spans(req, tree, llms, retrievers + ranking)
     for s in answering:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s, groups[s.span_id])
         if text:
@@ -364,7 +305,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
                                "prompt assembly, not as a model call")
     answers = [(s, answer) for s in answering if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
     if answers:
-        last, req.answer = max(answers, key=lambda pair: pair[0].end_ns)
+        last, answer = max(answers, key=lambda pair: pair[0].end_ns)
+        req.answer = fw.field_answer(answer)  # DSPy's [[ ## answer ## ]] field, not the whole output
         req.model = (last.attributes.get("llm.model_name")
                      or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
         req.notes["answer"] = f"'{last.name}', the last of {len(answering)} answering LLM span(s) to finish"
