@@ -153,3 +153,34 @@ def test_gold_text_label_is_checked() -> None:
         with pytest.raises(SpanError) as err:
             parse_label({"query_id": "q", "gold_text": bad})
         assert err.value.field == "gold_text"
+
+
+@pytest.fixture(scope="session")
+def langchain_openllmetry(tmp_path_factory: Any) -> tuple[list[Any], Any, Any]:
+    need("langchain_community")
+    ollm = need("opentelemetry.instrumentation.langchain")
+    import orjson
+    from ingest_apps import LangChainApp
+    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
+
+    folder = tmp_path_factory.mktemp("langchain_ollm")
+    app = LangChainApp()
+    memory, path = capture(folder, ollm.LangchainInstrumentor(),
+                           lambda: [langchain_ask(app, c) for c in LANGCHAIN_CASES])
+    label_path = folder / "labels.jsonl"
+    label_path.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in labels(LANGCHAIN_CASES)))
+    return memory, path, label_path
+
+
+@pytest.mark.parametrize("source", ["memory", "otlp"])
+def test_langchain_under_openllmetry(langchain_openllmetry: Any, source: str) -> None:
+    """OpenLLMetry's LangChain spans (traceloop.*, gen_ai.*): the question id from the association
+    properties, documents from the retriever's entity output, the prompt from the system
+    instructions and input messages, the wrapping retriever's cut as the ranking step."""
+    from stack_apps import LANGCHAIN_CASES
+
+    memory, path, labels = langchain_openllmetry
+    result = ingest_spans(memory if source == "memory" else path, labels)
+    assert buckets(result) == {c.query_id: c.expected for c in LANGCHAIN_CASES}
+    assert not result.unmatched_labels and not result.incomplete and not result.unlocated
+    assert "OpenLLMetry (traceloop.*)" in result.summary()

@@ -129,6 +129,7 @@ class IngestResult:
     read: list[str] = field(default_factory=list)  # "<source>: <format>, N spans" per input
     warnings: list[str] = field(default_factory=list)  # whatever else a user must know
     written: int | None = None  # traces written straight to a file (ingest_spans_to), not kept in `traces`
+    conventions: Counter[str] = field(default_factory=Counter)  # spans by the convention read ("(not read)")
     # every trace ingest produced, counted as it went by (the traces themselves may go to a file)
     counts: _TraceCounts = field(default_factory=_TraceCounts, repr=False, compare=False)
 
@@ -155,7 +156,11 @@ class IngestResult:
     def summary(self) -> str:
         """One paragraph for a terminal: counts and what was left unmatched."""
         counts = self.counts
-        lines = [f"read {r}" for r in self.read] + [f"{counts.n} trace(s)"]
+        lines = [f"read {r}" for r in self.read]
+        if self.conventions:
+            by = self.conventions.most_common()
+            lines.append("spans by convention: " + ", ".join(f"{n} {name}" for name, n in by))
+        lines.append(f"{counts.n} trace(s)")
         lines.append("prompt ids: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.by_source.items())))
         partial = set(self.partial)
         truncated = sum(1 for query_id in counts.truncated if query_id not in partial)
@@ -171,7 +176,8 @@ class IngestResult:
             why = Counter(r for reasons in self.incomplete.values() for r in reasons)
             lines.append(f"{len(self.incomplete)} incomplete request(s) not written ("
                          + "; ".join(f"{n} with {r}" for r, n in why.most_common())
-                         + "): an export cut by a limit, or a run still in flight: " + _some(list(self.incomplete)))
+                         + "): a parent span not in the export (an export cut by a limit, a run still in flight, "
+                         "or an instrumentor that did not export it): " + _some(list(self.incomplete)))
         if self.skipped:
             lines.append(f"{len(self.skipped)} trace id(s) skipped: no retriever, reranker or LLM span "
                          "(indexing or other work, not a request)")

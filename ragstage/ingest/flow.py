@@ -36,12 +36,13 @@ from ..collector import collector_paused
 from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
 from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
+from .conventions import OPENINFERENCE, adapt, foreign_convention
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
 from .requests import Request, read_request
 from .spans import Span, SpanError
 
-__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "FOREIGN_CONVENTIONS", "MIN_SPLIT_BYTES"]
+__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "MIN_SPLIT_BYTES"]
 
 #: Files smaller than this are read by one process (a second one costs more than it saves).
 MIN_SPLIT_BYTES = 16 << 20
@@ -118,31 +119,6 @@ def _names(sources: list[Any]) -> str:
     return ", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
 
 
-#: Attribute prefixes of span conventions this does not read, and what they are.
-FOREIGN_CONVENTIONS = {"traceloop.": "OpenLLMetry (traceloop.*)", "gen_ai.": "OpenTelemetry GenAI (gen_ai.*)",
-                       "llm.": "OpenInference-like llm.* without a span kind", "langsmith.": "LangSmith"}
-
-
-def _mlflow_otel(span: Span) -> Span:
-    """An MLflow span that reached us as OpenTelemetry (its attributes JSON text), read as MLflow's."""
-    from .mlflow import span_from_dict
-
-    return span_from_dict({"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id,
-                           "name": span.name, "start_time_unix_nano": span.start_ns,
-                           "end_time_unix_nano": span.end_ns, "attributes": dict(span.attributes),
-                           "status": {"code": "ERROR" if span.error is not None else "OK",
-                                      "message": span.error or ""}}, {})
-
-
-def _convention(span: Span) -> str | None:
-    """The foreign convention of a span with no OpenInference kind, if its attributes show one."""
-    for key in span.attributes:
-        for prefix, name in FOREIGN_CONVENTIONS.items():
-            if key.startswith(prefix):
-                return name
-    return None
-
-
 @dataclass
 class _Outcome:
     """What one request became, kept until every request first seen before it is done."""
@@ -168,24 +144,22 @@ class _Accounts:
         self.seen: dict[tuple[str, str], str] = {}  # (query_id, pipeline) -> trace id, in accounting order
         self.runs: Counter[tuple[str, str]] = Counter()
         self.chunk_keys: set[Any] = set()
-        self.conventions: Counter[str] = Counter()
+        self.conventions: Counter[str] = Counter()  # spans by convention, OpenInference's aside; "(not read)"
         self.spans = 0
 
     def read_as(self, spans: list[Span]) -> list[Span]:
-        """A line's spans as the ingest reads them (MLflow's OpenTelemetry spans as MLflow's),
-        foreign conventions counted."""
+        """A line's spans as the ingest reads them: a span with no OpenInference kind read by its
+        convention's adapter (:func:`.conventions.adapt`), each convention counted."""
         self.spans += len(spans)
         if all(s.kind for s in spans):  # the usual line: every span in a known kind
             return spans
         out = []
         for s in spans:
             if not s.kind:
-                if "mlflow.spanType" in s.attributes:
-                    s = _mlflow_otel(s)
-                if not s.kind:
-                    convention = _convention(s)
-                    if convention is not None:
-                        self.conventions[convention] += 1
+                s, read = adapt(s)
+                foreign = None if read is not None else foreign_convention(s)
+                if read is not None or foreign is not None:
+                    self.conventions[read or f"{foreign} (not read)"] += 1
             out.append(s)
         return out
 
@@ -347,15 +321,23 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
 def _conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[Any], conventions: Counter[str],
               n_spans: int) -> None:
     """What is known only once every request is read: labels no request used, the chunks'
-    metadata keys, and a warning when spans were read but none in a convention this reads."""
+    metadata keys, the spans by convention, and a warning when spans in a convention this does
+    not read may have cost requests (some trace ids skipped, or nothing written)."""
     result.unmatched_labels = index.unmatched()
     result.chunk_metadata_keys = sorted({str(key) for key in chunk_keys})
+    native = n_spans - sum(conventions.values())
+    result.conventions = Counter({OPENINFERENCE: native} if native else {}) + conventions
+    unread = {name: n for name, n in conventions.items() if name.endswith("(not read)")}
     if n_spans and not result.counts.n and not result.incomplete:
         found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
-        result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
+        result.warnings.append(f"{n_spans} span(s) read, but no request in a convention this reads"
                                + (f" (found {found})" if found else "")
-                               + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow "
-                               "Tracing, or export from Phoenix or MLflow")
+                               + ": instrument with OpenInference, OpenLLMetry or MLflow Tracing, or export from "
+                               "Phoenix or MLflow")
+    elif unread and result.skipped:
+        found = ", ".join(f"{name} on {n} span(s)" for name, n in Counter(unread).most_common())
+        result.warnings.append(f"{len(result.skipped)} trace id(s) skipped as no request, and {found}: requests "
+                               "recorded only in a convention this does not read are among them")
 
 
 # Reading one file in parts.
