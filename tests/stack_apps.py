@@ -293,3 +293,24 @@ class DSPyApp:
                     RAG()(question=case.question)
                 except ConnectionError:
                     pass
+
+
+#: LlamaIndex's requests: the shared ones, and LLMRerank (a CHAIN span whose own model call lists
+#: every candidate in full) keeping one node, or keeping all before a context window cuts the gold.
+LLAMAINDEX_CASES = CASES + [
+    Case("llm-reranked-away", FLIGHTS, "A director.", "reranking", "travel", None, {"llm_rerank": 1}),
+    Case("llm-kept-then-cut", LAPTOPS, "Every ninety days.", "prompt_assembly", "security",
+         "Passwords rotate every ninety days", {"llm_rerank": 3, "context_window": 100}),
+    Case("similarity-cut", LAPTOPS, "Every ninety days.", "reranking", "security", "Passwords rotate every ninety days",
+         {"cutoff": 3.0}),
+]
+#: A chunk of several lines put into the template as a Python list (``simple_summarize``).
+LLAMAINDEX_LINE_CASES = [
+    Case("lines-kept", WEEKS, "Fourteen weeks.", "none", "leave", "fourteen weeks of paid parental leave",
+         {"mode": "simple_summarize"}),
+]
+
+
+def llamaindex_ask(app: Any, case: Case) -> None:
+    """One request of the LlamaIndex app (``tests/ingest_apps.py``), its question id as OpenInference metadata."""
+    app.ask(case.query_id, case.question, case.answer, **case.settings)

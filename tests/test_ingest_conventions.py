@@ -1,20 +1,29 @@
-"""Stacks read through the conventions they really write, each request in its bucket or said unobservable.
+"""The conformance matrix: the same kinds of requests through every instrumentor that installs here.
 
-Each app runs offline under a real instrumentor (scripted models, BM25 retrieval), once per test
-session; every request is built to lose its evidence at a known stage. Under ``CI=true`` a missing
-package fails the test instead of skipping it: the matrix is only worth what it runs.
+Each stack's app (``tests/ingest_apps.py``, ``tests/stack_apps.py``) runs offline under a real
+instrumentor (scripted models, BM25 retrieval), recorded once per test session in memory and as
+an OTLP JSON Lines file (MLflow: its ``Trace`` objects); every request is built to lose its
+evidence at a known stage, and every route must land every request in that bucket with default
+options. Under ``CI=true`` a missing package fails the test instead of skipping it: the matrix is
+only worth what it runs.
+
+Routes: LangChain x (OpenInference, OpenLLMetry, MLflow autolog); LlamaIndex x OpenInference with
+a custom postprocessor, ``SimilarityPostprocessor`` and ``LLMRerank``; Haystack x OpenInference;
+DSPy x OpenInference. LlamaIndex under OpenLLMetry, OpenLIT and Ragas itself do not install beside
+this environment (see the report of ``tests/test_ingest_ragas.py`` for Ragas).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from typing import Any, Callable
 
+import orjson
 import pytest
 
 from ragstage import diagnose
-from ragstage.ingest import Label, ingest_spans, otlp_file_exporter
+from ragstage.ingest import ingest_spans, otlp_file_exporter
 
 
 def need(module: str) -> Any:
@@ -24,7 +33,7 @@ def need(module: str) -> Any:
     return pytest.importorskip(module)
 
 
-def capture(folder: Any, instrumentor: Any, run: Any) -> tuple[list[Any], Any]:
+def capture(folder: Any, instrumentor: Any, run: Callable[[], Any]) -> tuple[list[Any], Any]:
     """Run the requests under the instrumentor; spans go to memory and to an OTLP JSON Lines file."""
     need("opentelemetry.sdk")
     from opentelemetry.sdk.trace import TracerProvider
@@ -44,95 +53,168 @@ def capture(folder: Any, instrumentor: Any, run: Any) -> tuple[list[Any], Any]:
     return list(memory.get_finished_spans()), path
 
 
-def buckets(result: Any) -> dict[str, str]:
-    return {t.query_id: diagnose(t).stage.value for t in result.traces}
+def _labels(folder: Any, rows: list[dict]) -> Any:
+    path = folder / "labels.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    return path
 
 
-def gold_span(doc: str, phrase: str) -> tuple[tuple[str, int, int]]:
-    from ingest_apps import span_of
+def _record_langchain_openinference(folder: Any) -> tuple[list, list, Any, list]:
+    need("langchain_community")
+    oi = need("openinference.instrumentation.langchain")
+    from ingest_apps import LangChainApp
+    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
 
-    span = span_of(doc, phrase)
-    return ((span["id"], span["start"], span["end"]),)
-
-
-LAPTOPS = "How often are laptops replaced and passwords changed?"
-WEEKS = "How many weeks of paid parental leave do new parents receive?"
-FLIGHTS = "Who approves flights and work from abroad?"
-
-# LlamaIndex with LLMRerank (a CHAIN span whose own LLM call lists every candidate in full) and a
-# synthesis that puts the chunks into its template as a Python list (newlines escaped)
-LLAMAINDEX_LLM_RERANK = [
-    ("kept-then-cut", LAPTOPS, "Every ninety days.", {"llm_rerank": 3, "context_window": 100}, "prompt_assembly"),
-    ("reranked-away", FLIGHTS, "A director.", {"llm_rerank": 1}, "reranking"),
-    ("kept", WEEKS, "Fourteen weeks.", {"llm_rerank": 3}, "none"),
-]
-LLAMAINDEX_LINES = [
-    ("lines-kept", WEEKS, "Fourteen weeks.", {"mode": "simple_summarize"}, "none"),
-]
-LLAMAINDEX_LABELS = [
-    Label(query_id="kept-then-cut", gold_spans=gold_span("security", "Passwords rotate every ninety days")),
-    Label(query_id="reranked-away", gold=("travel",)),
-    Label(query_id="kept", gold_spans=gold_span("leave", "fourteen weeks of paid parental leave"), correct=True),
-    Label(query_id="lines-kept", gold_spans=gold_span("leave", "fourteen weeks of paid parental leave"),
-          correct=True),
-]
+    app = LangChainApp()
+    memory, path = capture(folder, oi.LangChainInstrumentor(), lambda: [langchain_ask(app, c) for c in LANGCHAIN_CASES])
+    return [memory, path], LANGCHAIN_CASES, _labels(folder, labels(LANGCHAIN_CASES)), []
 
 
-@pytest.fixture(scope="session")
-def llamaindex_openinference(tmp_path_factory: Any) -> tuple[list[Any], Any]:
+def _record_langchain_openllmetry(folder: Any) -> tuple[list, list, Any, list]:
+    need("langchain_community")
+    ollm = need("opentelemetry.instrumentation.langchain")
+    from ingest_apps import LangChainApp
+    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
+
+    app = LangChainApp()
+    memory, path = capture(folder, ollm.LangchainInstrumentor(),
+                           lambda: [langchain_ask(app, c) for c in LANGCHAIN_CASES])
+    return [memory, path], LANGCHAIN_CASES, _labels(folder, labels(LANGCHAIN_CASES)), []
+
+
+def _record_langchain_mlflow(folder: Any) -> tuple[list, list, Any, list]:
+    """``mlflow.langchain.autolog()`` into a local store, the question id passed the LangChain way."""
+    need("langchain_community")
+    mlflow = need("mlflow")
+    from ingest_apps import LangChainApp
+    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=experiment)
+    mlflow.langchain.autolog()
+    try:
+        app = LangChainApp()
+        for case in LANGCHAIN_CASES:
+            langchain_ask(app, case)
+        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
+    finally:
+        mlflow.langchain.autolog(disable=True)
+        patch.undo()
+    return [traces], LANGCHAIN_CASES, _labels(folder, labels(LANGCHAIN_CASES)), []
+
+
+def _record_llamaindex_openinference(folder: Any) -> tuple[list, list, Any, list]:
     need("llama_index.core")
     oi = need("openinference.instrumentation.llama_index")
     from ingest_apps import LlamaIndexApp
+    from stack_apps import LLAMAINDEX_CASES, LLAMAINDEX_LINE_CASES, labels, llamaindex_ask
 
     def run() -> None:
-        for app, requests in ((LlamaIndexApp(), LLAMAINDEX_LLM_RERANK),
-                              (LlamaIndexApp(line_breaks=True), LLAMAINDEX_LINES)):
-            for query_id, question, answer, settings, _ in requests:
-                app.ask(query_id, question, answer, **settings)
+        app, lines = LlamaIndexApp(), LlamaIndexApp(line_breaks=True)
+        for case in LLAMAINDEX_CASES:
+            llamaindex_ask(app, case)
+        for case in LLAMAINDEX_LINE_CASES:
+            llamaindex_ask(lines, case)
 
-    return capture(tmp_path_factory.mktemp("llamaindex_oi"), oi.LlamaIndexInstrumentor(), run)
+    memory, path = capture(folder, oi.LlamaIndexInstrumentor(), run)
+    cases = LLAMAINDEX_CASES + LLAMAINDEX_LINE_CASES
+    return [memory, path], cases, _labels(folder, labels(cases)), []
 
 
-@pytest.mark.parametrize("source", ["memory", "otlp"])
-def test_llamaindex_llm_reranker_and_list_prompt(llamaindex_openinference: Any, source: str) -> None:
-    """LLMRerank's own model call is the reranker's, not the prompt: a passage cut by the
-    answering prompt's budget is prompt assembly's loss, not delivered; a chunk of several lines
-    put into the template as a Python list is found whole."""
-    memory, path = llamaindex_openinference
-    result = ingest_spans(memory if source == "memory" else path, LLAMAINDEX_LABELS)
-    expected = {q: bucket for q, *_, bucket in LLAMAINDEX_LLM_RERANK + LLAMAINDEX_LINES}
-    assert buckets(result) == expected
-    kept_cut = next(t for t in result.traces if t.query_id == "kept-then-cut")
-    assert "stage_models" in kept_cut.meta["ingest"]
+def _record_haystack_openinference(folder: Any) -> tuple[list, list, Any, list]:
+    need("haystack")
+    oi = need("openinference.instrumentation.haystack")
+    from stack_apps import HAYSTACK_CASES, HaystackApp, labels
+
+    app = HaystackApp()
+    memory, path = capture(folder, oi.HaystackInstrumentor(), lambda: [app.ask(c) for c in HAYSTACK_CASES])
+    return [memory, path], HAYSTACK_CASES, _labels(folder, labels(HAYSTACK_CASES)), []
+
+
+def _record_dspy_openinference(folder: Any) -> tuple[list, list, Any, list]:
+    need("dspy")
+    oi = need("openinference.instrumentation.dspy")
+    from stack_apps import DSPY_CASES, DSPyApp, text_labels
+
+    app = DSPyApp()
+    memory, path = capture(folder, oi.DSPyInstrumentor(), lambda: [app.ask(c) for c in DSPY_CASES])
+    return [memory, path], DSPY_CASES, _labels(folder, text_labels(DSPY_CASES)), []
+
+
+#: route -> how to record it: ([the export in each form read], the cases, the labels' path,
+#: the query ids that may land in a not-observed bucket instead, each with a warning naming it)
+ROUTES: dict[str, Callable[[Any], tuple[list, list, Any, list]]] = {
+    "langchain/openinference": _record_langchain_openinference,
+    "langchain/openllmetry": _record_langchain_openllmetry,
+    "langchain/mlflow": _record_langchain_mlflow,
+    "llamaindex/openinference": _record_llamaindex_openinference,
+    "haystack/openinference": _record_haystack_openinference,
+    "dspy/openinference": _record_dspy_openinference,
+}
 
 
 @pytest.fixture(scope="session")
-def dspy_openinference(tmp_path_factory: Any) -> tuple[list[Any], Any, Any]:
-    need("dspy")
-    oi = need("openinference.instrumentation.dspy")
-    import orjson
-    from stack_apps import DSPY_CASES, DSPyApp, text_labels
+def recorded(tmp_path_factory: Any) -> Callable[[str], tuple[list, list, Any, list]]:
+    """Each route's export, recorded the first time a test asks for it in the session."""
+    done: dict[str, tuple[list, list, Any, list]] = {}
 
-    folder = tmp_path_factory.mktemp("dspy_oi")
-    app = DSPyApp()
-    memory, path = capture(folder, oi.DSPyInstrumentor(), lambda: [app.ask(c) for c in DSPY_CASES])
-    labels = folder / "labels.jsonl"
-    labels.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in text_labels(DSPY_CASES)))
-    return memory, path, labels
+    def get(route: str) -> tuple[list, list, Any, list]:
+        if route not in done:
+            done[route] = ROUTES[route](tmp_path_factory.mktemp(route.replace("/", "_")))
+        return done[route]
+
+    return get
 
 
-@pytest.mark.parametrize("source", ["memory", "otlp"])
-def test_dspy_requests_land_in_their_buckets(dspy_openinference: Any, source: str) -> None:
-    """DSPy under OpenInference: passages with text only (gold found by a copied sentence), a
-    reranking module read as the ranking step, the answer field read out of the adapter's markers."""
-    from stack_apps import DSPY_CASES
+def route_buckets(recorded_route: tuple[list, list, Any, list], form: int) -> tuple[dict[str, str], Any]:
+    """Each case's bucket by its query id (Haystack's requests are found by their question), and the result."""
+    exports, cases, labels, _ = recorded_route
+    result = ingest_spans(exports[form], labels)
+    by_id = {t.query_id: t for t in result.traces}
+    by_question = {t.query: t for t in result.traces}
+    got = {}
+    for case in cases:
+        trace = by_id.get(case.query_id) or by_question.get(case.question)
+        got[case.query_id] = diagnose(trace).stage.value if trace is not None else "(no trace)"
+    return got, result
 
-    memory, path, labels = dspy_openinference
-    result = ingest_spans(memory if source == "memory" else path, labels)
-    assert buckets(result) == {c.query_id: c.expected for c in DSPY_CASES}
+
+FORMS = [("langchain/mlflow", 0)] + [(route, form) for route in ROUTES if route != "langchain/mlflow"
+                                     for form in (0, 1)]
+
+
+@pytest.mark.parametrize("route, form", FORMS, ids=[f"{r}-{'memory' if f == 0 else 'otlp'}" for r, f in FORMS])
+def test_every_route_lands_every_request_in_its_bucket(recorded: Any, route: str, form: int) -> None:
+    """Default options; a request the export cannot show may only land in a not-observed bucket,
+    with a warning naming it."""
+    got, result = route_buckets(recorded(route), form)
+    _, cases, _, unobservable = recorded(route)
+    expected = {c.query_id: c.expected for c in cases}
+    wrong = {q: (got[q], expected[q]) for q in expected if got[q] != expected[q] and q not in unobservable}
+    assert not wrong, f"{route}: (got, expected) {wrong}\n{result.summary()}"
+    assert not result.unmatched_labels and not result.incomplete
+
+
+def test_llamaindex_llm_reranker_call_is_the_rerankers(recorded: Any) -> None:
+    """LLMRerank's choice prompt (every candidate in full) is its own model call, said in the trace."""
+    _, result = route_buckets(recorded("llamaindex/openinference"), 0)
+    cut = next(t for t in result.traces if t.query_id == "llm-kept-then-cut")
+    assert "stage_models" in cut.meta["ingest"] and cut.truncated
+
+
+def test_dspy_answer_is_the_answer_field(recorded: Any) -> None:
+    _, result = route_buckets(recorded("dspy/openinference"), 1)
     answers = {t.query_id: t.answer for t in result.traces}
-    assert answers["unanswerable"] == "I don't know."  # the field, not "[[ ## answer ## ]]\nI don't know."
-    assert not result.unlocated and not result.unmatched_labels
+    assert answers["unanswerable"] == "I don't know."  # not "[[ ## answer ## ]]\nI don't know."
+    assert not result.unlocated
+
+
+def test_openllmetry_is_named_in_the_summary(recorded: Any) -> None:
+    _, result = route_buckets(recorded("langchain/openllmetry"), 1)
+    assert "OpenLLMetry (traceloop.*)" in result.summary() and not result.warnings
 
 
 def test_field_answer_reads_the_answer_field() -> None:
@@ -153,34 +235,3 @@ def test_gold_text_label_is_checked() -> None:
         with pytest.raises(SpanError) as err:
             parse_label({"query_id": "q", "gold_text": bad})
         assert err.value.field == "gold_text"
-
-
-@pytest.fixture(scope="session")
-def langchain_openllmetry(tmp_path_factory: Any) -> tuple[list[Any], Any, Any]:
-    need("langchain_community")
-    ollm = need("opentelemetry.instrumentation.langchain")
-    import orjson
-    from ingest_apps import LangChainApp
-    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
-
-    folder = tmp_path_factory.mktemp("langchain_ollm")
-    app = LangChainApp()
-    memory, path = capture(folder, ollm.LangchainInstrumentor(),
-                           lambda: [langchain_ask(app, c) for c in LANGCHAIN_CASES])
-    label_path = folder / "labels.jsonl"
-    label_path.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in labels(LANGCHAIN_CASES)))
-    return memory, path, label_path
-
-
-@pytest.mark.parametrize("source", ["memory", "otlp"])
-def test_langchain_under_openllmetry(langchain_openllmetry: Any, source: str) -> None:
-    """OpenLLMetry's LangChain spans (traceloop.*, gen_ai.*): the question id from the association
-    properties, documents from the retriever's entity output, the prompt from the system
-    instructions and input messages, the wrapping retriever's cut as the ranking step."""
-    from stack_apps import LANGCHAIN_CASES
-
-    memory, path, labels = langchain_openllmetry
-    result = ingest_spans(memory if source == "memory" else path, labels)
-    assert buckets(result) == {c.query_id: c.expected for c in LANGCHAIN_CASES}
-    assert not result.unmatched_labels and not result.incomplete and not result.unlocated
-    assert "OpenLLMetry (traceloop.*)" in result.summary()
