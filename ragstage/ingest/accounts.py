@@ -2,7 +2,7 @@
 
 Reading requests may run in parts (:mod:`.flow`), but what a request becomes is accounted here,
 one request after the other in a fixed order: the duplicate check, the run numbering, and every
-count and list of :class:`.build.IngestResult`; then, once every request is read, what only the
+count and list of :class:`.result.IngestResult`; then, once every request is read, what only the
 whole shows (labels no request used, the chunks' metadata keys, the spans by convention).
 """
 
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..trace import Trace
-from .build import Found, IngestOptions, IngestResult, request_to_trace
+from .build import Found, IngestOptions, request_to_trace
 from .conventions import OPENINFERENCE, adapt, foreign_convention
 from .gold import LabelIndex
 from .grouping import TraceGroups
 from .requests import Request, read_request
+from .result import IngestResult
 from .spans import Span, SpanError
 
 __all__ = ["Accounts", "Outcome", "conclude", "request"]

@@ -1,10 +1,10 @@
 """Spans in, traces out: the ingest's flow from its inputs to one result, in one process or in parts.
 
 ``ingest_spans`` (also named ``ingest_openinference``) and ``ingest_spans_to`` read every input
-(:func:`.build.load_spans` knows the formats), group the spans into requests as they stream in
+(:func:`.sources.load_spans` knows the formats), group the spans into requests as they stream in
 (:mod:`.grouping`), turn each request into a trace (:func:`.build.request_to_trace`) and
 account for it in the order its trace id was first seen: the duplicate check, the run
-numbering, and every count and list of :class:`.build.IngestResult`.
+numbering, and every count and list of :class:`.result.IngestResult`.
 
 One large OTLP JSON Lines file written to a file is read in parts, one per core, on Linux
 (where processes fork safely): the trace-id scan that streams the file also tells where it can
@@ -36,9 +36,11 @@ from ..collector import collector_paused
 from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
 from .accounts import Accounts, conclude, request
-from .build import IngestOptions, IngestResult, load_spans, path_reader, read_note
+from .build import IngestOptions
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
+from .result import IngestResult
+from .sources import load_spans, path_reader, read_note
 from .spans import Span, SpanError
 
 __all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "MIN_SPLIT_BYTES"]
@@ -158,7 +160,7 @@ def _closing(last: dict[str, tuple[int, int]]) -> dict[tuple[int, int], list[str
 
 def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path | None = None, found: Any = None,
              read: list[str] | None = None, warnings: list[str] | None = None) -> Iterator[tuple[int, list[Span]]]:
-    """The batches as lists, and (for a file) what it held said (:func:`.build.read_note`) once
+    """The batches as lists, and (for a file) what it held said (:func:`.sources.read_note`) once
     they are all read."""
     n = 0
     for line, spans in batches:
