@@ -17,6 +17,7 @@ from .build import Found, IngestOptions, request_to_trace
 from .conventions import OPENINFERENCE, adapt, foreign_convention
 from .gold import LabelIndex
 from .grouping import TraceGroups
+from .memo import IngestCache
 from .requests import Request, read_request
 from .result import IngestResult
 from .spans import Span, SpanError
@@ -51,6 +52,7 @@ class Accounts:
         self.chunk_keys: set[Any] = set()
         self.conventions: Counter[str] = Counter()  # spans by convention, OpenInference's aside; "(not read)"
         self.spans = 0
+        self.cache = IngestCache()  # this ingest's memos (a process reading a part has its own)
 
     def read_as(self, spans: list[Span]) -> list[Span]:
         """A line's spans as the ingest reads them: a span with no OpenInference kind read by its
@@ -141,14 +143,15 @@ class Accounts:
     def line(self, source: int, line: int, spans: list[Span], groups: TraceGroups, where: str) -> Iterator[Trace]:
         """The traces one line's spans complete."""
         for seq, trace_id, group in groups.add(source, line, self.read_as(spans), where):
-            yield from self.done(seq, request(trace_id, group, where, line))
+            yield from self.done(seq, request(trace_id, group, where, line, self.cache))
 
 
-def request(trace_id: str, spans: list[Span], where: str, line: int | None = None) -> Request:
+def request(trace_id: str, spans: list[Span], where: str, line: int | None = None,
+            cache: IngestCache | None = None) -> Request:
     """:func:`.requests.read_request`, its error placed: the input, and the line whose spans
     completed the request (the request's last line) when it is known."""
     try:
-        return read_request(trace_id, spans)
+        return read_request(trace_id, spans, cache=cache)
     except SpanError as exc:
         if exc.path is not None:
             raise

@@ -182,7 +182,7 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
             for line, spans in batches:
                 yield from accounts.line(i, line, spans, groups, name)
         for seq, trace_id, group in groups.finish():
-            yield from accounts.done(seq, request(trace_id, group, accounts.paths or "the spans"))
+            yield from accounts.done(seq, request(trace_id, group, accounts.paths or "the spans", cache=accounts.cache))
         yield from accounts.finish()
     conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
 

@@ -41,7 +41,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import frameworks as fw
 from . import openinference as oi
-from .memo import MEMO_SIZE, remember
+from .memo import MEMO_SIZE, IngestCache, remember
 from .recover import normalise, unescaped
 from .spans import Span
 from .stages import answering as answering_spans
@@ -67,9 +67,9 @@ class Candidate:
     metadata: dict[str, Any] = field(default_factory=dict)
     normalised: str | None = field(default=None, repr=False, compare=False)
 
-    def normalised_content(self) -> str:
+    def normalised_content(self, memo: dict[str, tuple[str, str]] | None = None) -> str:
         if self.normalised is None:
-            self.normalised = _passage(self.content)[0]
+            self.normalised = _passage(self.content, {} if memo is None else memo)[0]
         return self.normalised
 
 
@@ -92,6 +92,8 @@ class Request:
     notes: dict[str, Any] = field(default_factory=dict)
     stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
     incomplete: list[str] = field(default_factory=list)  # why the spans cannot stand for the request
+    # the ingest's memo of passages' normalised texts (prompt recovery normalises each candidate once)
+    passages: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_request(self) -> bool:
@@ -114,29 +116,23 @@ def group_requests(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 def content_id(content: str) -> str:
     """A stable id for a passage that came without one: a digest of its normalised text."""
-    return _passage(content)[1]
+    return _passage(content, {})[1]
 
 
-_PASSAGES: dict[str, tuple[str, str]] = {}  # content -> (normalised, id), for the passages seen lately
-
-
-def _passage(content: str) -> tuple[str, str]:
+def _passage(content: str, memo: dict[str, tuple[str, str]]) -> tuple[str, str]:
     """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
     same chunks come back request after request (a document that answers many questions is
     retrieved for each), and looking a passage up costs less than normalising and hashing it
     (a memo of half the usual size: passages are long)."""
-    known = _PASSAGES.get(content)
+    known = memo.get(content)
     if known is None:
         norm = normalise(content)
-        known = remember(_PASSAGES, content, (norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]),
+        known = remember(memo, content, (norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]),
                          MEMO_SIZE // 2)
     return known
 
 
-_SECONDS: dict[int, str] = {}  # Unix second -> its ISO text without offset, for the seconds seen lately
-
-
-def _iso(ns: int) -> str | None:
+def _iso(ns: int, memo: dict[int, str] | None = None) -> str | None:
     """``datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)`` as ISO text to the millisecond, with Z.
 
     The float's microseconds are rounded half to even as ``fromtimestamp`` rounds them, and a
@@ -151,9 +147,10 @@ def _iso(ns: int) -> str | None:
         us -= 1_000_000
         whole += 1.0
     second = int(whole)
-    text = _SECONDS.get(second)
+    memo = {} if memo is None else memo
+    text = memo.get(second)
     if text is None:  # the text without +00:00
-        text = remember(_SECONDS, second, datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6])
+        text = remember(memo, second, datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6])
     return f"{text}.{us // 1000:03d}Z"
 
 
@@ -222,9 +219,12 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
     req.incomplete = reasons
 
 
-def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
-    """Read one request's spans (see the module docstring for the rules)."""
-    req = Request(trace_id=trace_id)
+def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
+                 cache: IngestCache | None = None) -> Request:
+    """Read one request's spans (see the module docstring for the rules); ``cache``: the memos of
+    the ingest it belongs to (a fresh one when not given)."""
+    cache = IngestCache() if cache is None else cache
+    req = Request(trace_id=trace_id, passages=cache.passages)
     tree = SpanTree(trace_id, spans)
     spans = tree.spans
     if tree.copies:
@@ -232,7 +232,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
     ordered = sorted(spans, key=_start_end)
     groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
     for s in ordered:  # the root's metadata first, then the rest
-        groups[s.span_id] = read = oi.attribute_groups(s.attributes)
+        groups[s.span_id] = read = oi.attribute_groups(s.attributes, cache)
         if read is None or read.metadata or "metadata" in s.attributes:  # else it has none
             for k, v in oi.metadata(s, read).items():
                 req.metadata.setdefault(k, v)
@@ -252,11 +252,12 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             elif (texts := fw.ranked_texts(s)) is not None:
                 text_rankers.append((s, texts))
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
-    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id]) for s in retrievers}
+    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in retrievers}
     for s in rerank_spans:
-        docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id])
-        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id])
+        docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id], cache)
+        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id], cache)
     lists: dict[str, list[tuple[str, float | None]] | None] = {}  # span key -> (id, score) of its documents
+    passages = cache.passages
     for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
         if listing is None:
             lists[key] = None
@@ -265,7 +266,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         for d in listing:
             cid, norm = d.id, None
             if cid is None:
-                norm, cid = _passage(d.content)
+                norm, cid = _passage(d.content, passages)
             pairs.append((cid, d.score))
             cand = req.candidates.get(cid)
             if cand is None:  # first seen: what this document gives, as the updates below would set it
@@ -323,7 +324,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         version = next((s.attributes["llm.prompt_template.version"] for s in ordered
                         if "llm.prompt_template.version" in s.attributes), None)
     req.prompt_version = None if version is None else str(version)
-    req.timestamp = _iso(ordered[0].start_ns if ordered else 0)  # the earliest start
+    req.timestamp = _iso(ordered[0].start_ns if ordered else 0, cache.seconds)  # the earliest start
     _error(req, tree)
     _incomplete(req, tree, retrievers, llms + builders)
     return req
@@ -339,6 +340,6 @@ def candidate_contents(req: Request, normalised: bool = False) -> Mapping[str, s
     """``id -> content`` of every candidate with content (what prompt recovery searches for);
     ``normalised=True``: each content :func:`~.recover.normalise`'d."""
     if normalised:  # a candidate's normalised text is usually there already (its id was made from it)
-        return {cid: c.normalised if c.normalised is not None else c.normalised_content()
+        return {cid: c.normalised if c.normalised is not None else c.normalised_content(req.passages)
                 for cid, c in req.candidates.items() if c.content}
     return {cid: c.content for cid, c in req.candidates.items() if c.content}
