@@ -235,3 +235,12 @@ def test_gold_text_label_is_checked() -> None:
         with pytest.raises(SpanError) as err:
             parse_label({"query_id": "q", "gold_text": bad})
         assert err.value.field == "gold_text"
+
+
+def test_doctor_names_the_convention_and_what_it_cannot_show(recorded: Any) -> None:
+    from ragstage.ingest.doctor import doctor_files
+
+    exports, cases, labels, _ = recorded("langchain/openllmetry")
+    report = doctor_files([str(exports[1])], labels=str(labels), recover_prompt=True)
+    assert report.n == len(cases)  # every request read, not one
+    assert any("OpenLLMetry (traceloop.*)" in n and "cannot show document ids" in n for n in report.notes)

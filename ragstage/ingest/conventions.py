@@ -12,12 +12,24 @@ from __future__ import annotations
 
 from .spans import Span, new_span
 
-__all__ = ["OPENINFERENCE", "MLFLOW", "OPENLLMETRY", "GENAI", "FOREIGN_CONVENTIONS", "adapt", "foreign_convention"]
+__all__ = ["OPENINFERENCE", "MLFLOW", "OPENLLMETRY", "GENAI", "CANNOT_SHOW", "FOREIGN_CONVENTIONS", "adapt",
+           "foreign_convention"]
 
 OPENINFERENCE = "OpenInference"
 MLFLOW = "MLflow (mlflow.spanType)"
 OPENLLMETRY = "OpenLLMetry (traceloop.*)"
 GENAI = "OpenTelemetry GenAI (gen_ai.*)"
+
+#: What an export in each convention cannot show, for the doctor: the stages a reader cannot check there.
+CANNOT_SHOW = {
+    OPENINFERENCE: "a reranker recorded as a plain CHAIN span is read only when its framework's table names it "
+                   "(LlamaIndex postprocessors, DSPy modules returning passages)",
+    MLFLOW: "a reranker that is neither a RETRIEVER nor a RERANKER span",
+    OPENLLMETRY: "document ids and scores (documents are named by a digest of their text), a compressor with no "
+                 "retriever span around it",
+    GENAI: "document content when the instrumentation leaves it out (then prompt recovery finds nothing), "
+           "documents past the ones recorded",
+}
 
 #: Attribute prefixes of span conventions no adapter reads, and what they are.
 FOREIGN_CONVENTIONS = {"llm.": "OpenInference-like llm.* without a span kind", "langsmith.": "LangSmith",
