@@ -21,12 +21,14 @@ import re
 from .openinference import json_or_none
 from .spans import Span
 
-__all__ = ["POSTPROCESSOR_SUFFIXES", "RANKED_TEXT_FIELDS", "ANSWER_FIELDS", "is_postprocessor", "ranked_texts",
-           "field_answer"]
+__all__ = ["POSTPROCESSOR_SUFFIXES", "TEXT_RANKER_SUFFIXES", "RANKED_TEXT_FIELDS", "ANSWER_FIELDS", "is_postprocessor",
+           "ranked_texts", "field_answer"]
 
 #: CHAIN span names that end so are LlamaIndex node postprocessors (a ranking step).
 POSTPROCESSOR_SUFFIXES = ("._postprocess_nodes",)
-#: Output fields of a CHAIN span that, holding only retrieved passages' texts, make it a ranking step (DSPy).
+#: CHAIN span names that end so may return passages' texts: DSPy modules (``<Module>.forward``).
+TEXT_RANKER_SUFFIXES = (".forward", ".aforward")
+#: Output fields of such a span that, holding only retrieved passages' texts, make it a ranking step (DSPy).
 RANKED_TEXT_FIELDS = ("passages", "documents")
 #: Output fields that hold the answer, in the order tried (DSPy signatures' usual names).
 ANSWER_FIELDS = ("answer", "response", "output")
@@ -39,8 +41,11 @@ def is_postprocessor(span: Span) -> bool:
 
 
 def ranked_texts(span: Span) -> list[str] | None:
-    """The passages' texts a CHAIN span returned under one of :data:`RANKED_TEXT_FIELDS`; None
-    when its output holds no such list (most CHAIN spans: checked on the text before decoding)."""
+    """The passages' texts a CHAIN span named like a DSPy module (:data:`TEXT_RANKER_SUFFIXES`)
+    returned under one of :data:`RANKED_TEXT_FIELDS`; None when its output holds no such list
+    (most CHAIN spans: told by the name, then by the text before decoding)."""
+    if not span.name.endswith(TEXT_RANKER_SUFFIXES):
+        return None
     raw = span.attributes.get("output.value")
     if not isinstance(raw, str) or not any(f'"{name}"' in raw for name in RANKED_TEXT_FIELDS):
         return None
