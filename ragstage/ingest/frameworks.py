@@ -21,8 +21,8 @@ import re
 from .openinference import json_or_none
 from .spans import Span
 
-__all__ = ["POSTPROCESSOR_SUFFIXES", "TEXT_RANKER_SUFFIXES", "RANKED_TEXT_FIELDS", "ANSWER_FIELDS", "is_postprocessor",
-           "ranked_texts", "field_answer"]
+__all__ = ["POSTPROCESSOR_SUFFIXES", "TEXT_RANKER_SUFFIXES", "RANKED_TEXT_FIELDS", "ANSWER_FIELDS", "ranked_texts",
+           "field_answer"]
 
 #: CHAIN span names that end so are LlamaIndex node postprocessors (a ranking step).
 POSTPROCESSOR_SUFFIXES = ("._postprocess_nodes",)
@@ -34,10 +34,6 @@ RANKED_TEXT_FIELDS = ("passages", "documents")
 ANSWER_FIELDS = ("answer", "response", "output")
 
 _MARKER = re.compile(r"\[\[ ## (\w+) ## \]\]")
-
-
-def is_postprocessor(span: Span) -> bool:
-    return span.name.endswith(POSTPROCESSOR_SUFFIXES)
 
 
 def ranked_texts(span: Span) -> list[str] | None:

@@ -247,9 +247,10 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
         elif kind == "LLM":
             (builders if is_prompt_builder(s) else llms).append(s)
         elif kind == "CHAIN":
-            if fw.is_postprocessor(s):
+            name = s.name
+            if name.endswith(fw.POSTPROCESSOR_SUFFIXES):
                 postprocessors.append(s)
-            elif (texts := fw.ranked_texts(s)) is not None:
+            elif name.endswith(fw.TEXT_RANKER_SUFFIXES) and (texts := fw.ranked_texts(s)) is not None:
                 text_rankers.append((s, texts))
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
     docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in retrievers}

@@ -97,6 +97,10 @@ def answering(req: Request, tree: SpanTree, llms: list[Span], stage_spans: list[
     the template object; the ``complete`` span inside it holds the text the model received)."""
     if not llms:
         return llms
+    if len(llms) == 1:  # the usual request: one model call, which wraps no other; is it inside a step?
+        stage_ids = {s.span_id for s in stage_spans}
+        if not any(a.span_id in stage_ids for a in tree.ancestors(llms[0])):
+            return llms
     inside = tree.marked_below({s.span_id for s in stage_spans}, llms) if stage_spans else set()
     llm_ids = {s.span_id for s in llms}
     wrappers = tree.marked_above(llm_ids) & llm_ids
