@@ -314,3 +314,33 @@ LLAMAINDEX_LINE_CASES = [
 def llamaindex_ask(app: Any, case: Case) -> None:
     """One request of the LlamaIndex app (``tests/ingest_apps.py``), its question id as OpenInference metadata."""
     app.ask(case.query_id, case.question, case.answer, **case.settings)
+
+
+def record_langchain_openllmetry(path: Any) -> None:
+    """Every LangChain case under OpenLLMetry's LangChain instrumentor, as OTLP JSON Lines at ``path``.
+
+    Run in a process of its own (``python tests/stack_apps.py OUT``): after this instrumentor was
+    uninstrumented, a LangChain app recorded later in the same process under OpenInference lost its
+    question ids (seen in this test suite), so the instrumentor never runs in the tests' process."""
+    from ingest_apps import LangChainApp
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from ragstage.ingest import otlp_file_exporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    app = LangChainApp()
+    for case in LANGCHAIN_CASES:
+        langchain_ask(app, case)
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    import sys
+
+    record_langchain_openllmetry(sys.argv[1])
