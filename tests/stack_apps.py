@@ -344,3 +344,53 @@ if __name__ == "__main__":
     import sys
 
     record_langchain_openllmetry(sys.argv[1])
+
+
+def capture(folder: Any, instrumentor: Any, run: Any) -> tuple[list[Any], Any]:
+    """Run the requests under the instrumentor; spans go to memory and to an OTLP JSON Lines file."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragstage.ingest import otlp_file_exporter
+
+    memory = InMemorySpanExporter()
+    path = folder / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        run()
+    finally:
+        instrumentor.uninstrument()
+    return list(memory.get_finished_spans()), path
+
+
+def mlflow_record(folder: Any, ask: Any, cases: list[Case]) -> tuple[Any, list[Any]]:
+    """Every case asked of the LangChain app under ``mlflow.langchain.autolog()`` into a local
+    SQLite store: the traces as a ``search_traces`` frame and as ``Trace`` objects."""
+    import os
+
+    import mlflow
+    from ingest_apps import LangChainApp
+
+    before = os.environ.get("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING")
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # every trace stored before search_traces
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=experiment)
+    mlflow.langchain.autolog()
+    try:
+        app = LangChainApp()
+        for case in cases:
+            ask(app, case)
+        frame = mlflow.search_traces(experiment_ids=[experiment])
+        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
+    finally:
+        mlflow.langchain.autolog(disable=True)
+        if before is None:
+            os.environ.pop("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", None)
+        else:
+            os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = before
+    return frame, traces

@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from ragstage import diagnose
-from ragstage.ingest import ingest_spans, otlp_file_exporter
+from ragstage.ingest import ingest_spans
 
 
 def need(module: str) -> Any:
@@ -34,23 +34,10 @@ def need(module: str) -> Any:
 
 
 def capture(folder: Any, instrumentor: Any, run: Callable[[], Any]) -> tuple[list[Any], Any]:
-    """Run the requests under the instrumentor; spans go to memory and to an OTLP JSON Lines file."""
     need("opentelemetry.sdk")
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from stack_apps import capture as record
 
-    memory = InMemorySpanExporter()
-    path = folder / "spans.jsonl"
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        run()
-    finally:
-        instrumentor.uninstrument()
-    return list(memory.get_finished_spans()), path
+    return record(folder, instrumentor, run)
 
 
 def _labels(folder: Any, rows: list[dict]) -> Any:
@@ -93,24 +80,10 @@ def _record_langchain_openllmetry(folder: Any) -> tuple[list, list, Any, list]:
 def _record_langchain_mlflow(folder: Any) -> tuple[list, list, Any, list]:
     """``mlflow.langchain.autolog()`` into a local store, the question id passed the LangChain way."""
     need("langchain_community")
-    mlflow = need("mlflow")
-    from ingest_apps import LangChainApp
-    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
+    need("mlflow")
+    from stack_apps import LANGCHAIN_CASES, labels, langchain_ask, mlflow_record
 
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
-    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
-    mlflow.set_experiment(experiment_id=experiment)
-    mlflow.langchain.autolog()
-    try:
-        app = LangChainApp()
-        for case in LANGCHAIN_CASES:
-            langchain_ask(app, case)
-        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
-    finally:
-        mlflow.langchain.autolog(disable=True)
-        patch.undo()
+    _, traces = mlflow_record(folder, langchain_ask, LANGCHAIN_CASES)
     return [traces], LANGCHAIN_CASES, _labels(folder, labels(LANGCHAIN_CASES)), []
 
 

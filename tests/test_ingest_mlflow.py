@@ -18,8 +18,7 @@ import pytest
 mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("langchain_community")
 
-from ingest_apps import LangChainApp  # noqa: E402
-from stack_apps import CASES, labels, langchain_ask, mlflow_ask  # noqa: E402
+from stack_apps import CASES, labels, langchain_ask, mlflow_ask, mlflow_record  # noqa: E402
 
 from ragstage import diagnose  # noqa: E402
 from ragstage.ingest import ingest_spans, write_otlp_json  # noqa: E402
@@ -28,23 +27,8 @@ EXPECTED = {c.query_id: c.expected for c in CASES}
 
 
 def _record(folder, ask):
-    """Every case asked under ``mlflow.langchain.autolog()`` into a local store: the traces as a
-    ``search_traces`` frame and as ``Trace`` objects, and the labels' path."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")  # every trace stored before search_traces
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
-    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
-    mlflow.set_experiment(experiment_id=experiment)
-    mlflow.langchain.autolog()
-    try:
-        app = LangChainApp()
-        for case in CASES:
-            ask(app, case)
-        frame = mlflow.search_traces(experiment_ids=[experiment])
-        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
-    finally:
-        mlflow.langchain.autolog(disable=True)
-        patch.undo()
+    """Every case asked under ``mlflow.langchain.autolog()``; the frame, the ``Trace`` objects, the labels."""
+    frame, traces = mlflow_record(folder, ask, CASES)
     label_path = folder / "labels.jsonl"
     label_path.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in labels(CASES)))
     return folder, frame, traces, label_path

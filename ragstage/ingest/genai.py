@@ -63,20 +63,28 @@ def genai_documents(value: Any) -> list[Mapping[str, Any]] | None:
     return [d for d in decoded if isinstance(d, Mapping)]
 
 
-def put_documents(out: dict[str, Any], docs: list[Mapping[str, Any]], prefix: str = "retrieval.documents") -> None:
-    """Documents (``id``, ``score``, ``content`` or LangChain's ``page_content``, ``metadata``) as flat keys."""
+def put_documents(out: dict[str, Any], docs: Any, prefix: str = "retrieval.documents") -> None:
+    """Documents (``id``, ``score``, ``content`` or LangChain's ``page_content``, ``metadata``, a
+    score in which wins) as flat keys; anything but a list of objects puts none."""
+    if not isinstance(docs, list):
+        return
     for i, doc in enumerate(docs):
+        if not isinstance(doc, Mapping):
+            continue
         key = f"{prefix}.{i}.document."
-        content = doc.get("content", doc.get("page_content"))
+        content = doc.get("page_content", doc.get("content"))
         if content is not None:
             out[key + "content"] = str(content)
         if doc.get("id") not in (None, ""):
             out[key + "id"] = str(doc["id"])
-        score = doc.get("score")
+        meta = doc.get("metadata")
+        if isinstance(meta, Mapping):
+            out[key + "metadata"] = dict(meta)
+            score = meta.get("score", doc.get("score"))
+        else:
+            score = doc.get("score")
         if isinstance(score, (int, float)) and not isinstance(score, bool):
             out[key + "score"] = float(score)
-        if isinstance(doc.get("metadata"), Mapping):
-            out[key + "metadata"] = dict(doc["metadata"])
 
 
 def read_genai(attrs: Mapping[str, Any], out: dict[str, Any]) -> str:

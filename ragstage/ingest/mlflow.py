@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from .genai import put_documents
 from .spans import ERROR_STATUS_NAMES, Span, SpanError, hex_id
 
 __all__ = ["from_mlflow", "trace_spans", "span_from_dict", "KIND_OF_SPAN_TYPE"]
@@ -48,26 +49,9 @@ def _id(value: Any, digits: int, name: str) -> str:
 
 
 def _documents(prefix: str, docs: Any) -> dict[str, Any]:
+    """A span's documents (``{page_content, metadata, id}``, the score in the metadata) as flat keys."""
     out: dict[str, Any] = {}
-    if not isinstance(docs, list):
-        return out
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Mapping):
-            continue
-        key = f"{prefix}.{i}.document."
-        content = doc.get("page_content", doc.get("content"))
-        if content is not None:
-            out[key + "content"] = str(content)
-        if doc.get("id") not in (None, ""):
-            out[key + "id"] = str(doc["id"])
-        meta = doc.get("metadata")
-        if isinstance(meta, Mapping):
-            out[key + "metadata"] = dict(meta)
-            score = meta.get("score", doc.get("score"))
-        else:
-            score = doc.get("score")
-        if isinstance(score, (int, float)) and not isinstance(score, bool):
-            out[key + "score"] = float(score)
+    put_documents(out, docs, prefix)
     return out
 
 

@@ -23,8 +23,9 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   stage of its kind (``pipeline`` when only a chain span recorded it); a pasted traceback is
   cut to its exception line.
 * **completeness**: a parent span missing from the export, no root span, or an LLM span with
-  no retriever span makes the request *incomplete* (an export cut by a limit, or a run still
-  in flight): it is reported, never turned into a trace with an empty stage.
+  no retriever span makes the request *incomplete* (a parent span not in the export: an export
+  cut by a limit, a run still in flight, or an instrumentor that did not export it): it is
+  reported, never turned into a trace with an empty stage.
 * **robustness**: exact copies of a span are read once; two different spans with one id, or
   a parent chain that loops, are errors. The tree is walked in linear time.
 """
