@@ -194,9 +194,11 @@ def test_dspy_answer_is_the_answer_field(recorded: Any) -> None:
     assert not result.unlocated
 
 
-def test_openllmetry_is_named_in_the_summary(recorded: Any) -> None:
+def test_openllmetry_is_named_in_the_summary_of_its_file(recorded: Any) -> None:
+    exports, _, _, _ = recorded("langchain/openllmetry")
     _, result = route_buckets(recorded("langchain/openllmetry"), 1)
-    assert "OpenLLMetry (traceloop.*)" in result.summary() and not result.warnings
+    line = next(x for x in result.summary().splitlines() if x.startswith(f"{exports[1]}: spans by convention: "))
+    assert "OpenLLMetry (traceloop.*)" in line and not result.warnings
 
 
 def test_field_answer_reads_the_answer_field() -> None:

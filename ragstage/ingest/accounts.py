@@ -50,14 +50,16 @@ class Accounts:
         self.seen: dict[tuple[str, str], str] = {}  # (query_id, pipeline) -> trace id, in accounting order
         self.runs: Counter[tuple[str, str]] = Counter()
         self.chunk_keys: set[Any] = set()
-        self.conventions: Counter[str] = Counter()  # spans by convention, OpenInference's aside; "(not read)"
-        self.spans = 0
+        # spans by (input, convention), OpenInference's aside; a convention no adapter reads ends "(not read)"
+        self.conventions: Counter[tuple[str, str]] = Counter()
+        self.spans: Counter[str] = Counter()  # spans by input
         self.cache = IngestCache()  # this ingest's memos (a process reading a part has its own)
 
-    def read_as(self, spans: list[Span]) -> list[Span]:
-        """A line's spans as the ingest reads them: a span with no OpenInference kind read by its
-        convention's adapter (:func:`.conventions.adapt`), each convention counted."""
-        self.spans += len(spans)
+    def read_as(self, spans: list[Span], where: str) -> list[Span]:
+        """A line's spans (of the input ``where``) as the ingest reads them: a span with no
+        OpenInference kind read by its convention's adapter (:func:`.conventions.adapt`), each
+        convention counted by input."""
+        self.spans[where] += len(spans)
         if all(s.kind for s in spans):  # the usual line: every span in a known kind
             return spans
         out = []
@@ -66,7 +68,7 @@ class Accounts:
                 s, read = adapt(s)
                 foreign = None if read is not None else foreign_convention(s)
                 if read is not None or foreign is not None:
-                    self.conventions[read or f"{foreign} (not read)"] += 1
+                    self.conventions[where, read or f"{foreign} (not read)"] += 1
             out.append(s)
         return out
 
@@ -142,7 +144,7 @@ class Accounts:
 
     def line(self, source: int, line: int, spans: list[Span], groups: TraceGroups, where: str) -> Iterator[Trace]:
         """The traces one line's spans complete."""
-        for seq, trace_id, group in groups.add(source, line, self.read_as(spans), where):
+        for seq, trace_id, group in groups.add(source, line, self.read_as(spans, where), where):
             yield from self.done(seq, request(trace_id, group, where, line, self.cache))
 
 
@@ -159,23 +161,28 @@ def request(trace_id: str, spans: list[Span], where: str, line: int | None = Non
         raise SpanError(detail, path=where, line=line, field=exc.field) from None
 
 
-def conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[Any], conventions: Counter[str],
-              n_spans: int) -> None:
+def conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[Any], conventions: Counter[tuple[str, str]],
+             spans: Counter[str]) -> None:
     """What is known only once every request is read: labels no request used, the chunks'
-    metadata keys, the spans by convention, and a warning when spans in a convention this does
-    not read may have cost requests (some trace ids skipped, or nothing written)."""
+    metadata keys, each input's spans by convention, and a warning when spans in a convention
+    this does not read may have cost requests (some trace ids skipped, or nothing written)."""
     result.unmatched_labels = index.unmatched()
     result.chunk_metadata_keys = sorted({str(key) for key in chunk_keys})
-    native = n_spans - sum(conventions.values())
-    result.conventions = Counter({OPENINFERENCE: native} if native else {}) + conventions
-    unread = {name: n for name, n in conventions.items() if name.endswith("(not read)")}
+    overall: Counter[str] = Counter()
+    for where, n in spans.items():
+        found = Counter({name: k for (w, name), k in conventions.items() if w == where})
+        overall.update(found)
+        native = n - sum(found.values())
+        result.conventions[where] = Counter({OPENINFERENCE: native} if native else {}) + found
+    n_spans = sum(spans.values())
+    unread = Counter({name: n for name, n in overall.items() if name.endswith("(not read)")})
     if n_spans and not result.counts.n and not result.incomplete:
-        found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
+        found_text = ", ".join(f"{name} on {n} span(s)" for name, n in overall.most_common())
         result.warnings.append(f"{n_spans} span(s) read, but no request in a convention this reads"
-                               + (f" (found {found})" if found else "")
+                               + (f" (found {found_text})" if found_text else "")
                                + ": instrument with OpenInference, OpenLLMetry or MLflow Tracing, or export from "
                                "Phoenix or MLflow")
     elif unread and result.skipped:
-        found = ", ".join(f"{name} on {n} span(s)" for name, n in Counter(unread).most_common())
-        result.warnings.append(f"{len(result.skipped)} trace id(s) skipped as no request, and {found}: requests "
+        found_text = ", ".join(f"{name} on {n} span(s)" for name, n in unread.most_common())
+        result.warnings.append(f"{len(result.skipped)} trace id(s) skipped as no request, and {found_text}: requests "
                                "recorded only in a convention this does not read are among them")

@@ -205,9 +205,10 @@ def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str
     from .conventions import CANNOT_SHOW
 
     notes = [f"read {r}" for r in result.read]
-    for name, n in result.conventions.most_common():
-        notes.append(f"{path}: {n} span(s) in {name}" + (f"; it cannot show {CANNOT_SHOW[name]}"
-                                                          if name in CANNOT_SHOW else ""))
+    for by in result.conventions.values():
+        for name, n in by.most_common():
+            notes.append(f"{path}: {n} span(s) in {name}" + (f"; it cannot show {CANNOT_SHOW[name]}"
+                                                              if name in CANNOT_SHOW else ""))
     blocked: dict[tuple[str, str], str] = {}
     if result.without_llm:
         notes.append(f"{path}: {len(result.without_llm)} request(s) with no LLM span")

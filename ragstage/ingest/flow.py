@@ -283,7 +283,7 @@ class _PartDone:
     keys: tuple[list[str], list[str], list[str]]
     used: list[int]  # positions of the labels a request matched
     chunk_keys: set[Any]
-    conventions: Counter[str]
+    conventions: Counter[tuple[str, str]]
     spans: int
     unscanned: bool = False  # a trace the scan did not close: read the file in one process
     error: Exception | None = None  # raised after the keys before it are checked against earlier parts
@@ -312,7 +312,7 @@ def _ingest_part(k: int) -> _PartDone:
     seen = accounts.seen
     keys = ([query_id for query_id, _ in seen], [pipeline for _, pipeline in seen], list(seen.values()))
     return _PartDone(result, keys, used, accounts.chunk_keys, accounts.conventions,
-                     accounts.spans, unscanned, error)
+                     sum(accounts.spans.values()), unscanned, error)
 
 
 def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions,
@@ -338,11 +338,11 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     n_spans = sum(part.spans for part in parts)
     read_note(plan.name, plan.found, n_spans, result.read, result.warnings)
     chunk_keys: set[Any] = set()
-    conventions: Counter[str] = Counter()
+    conventions: Counter[tuple[str, str]] = Counter()
     for part in parts:
         chunk_keys |= part.chunk_keys
         conventions.update(part.conventions)
-    conclude(result, index, chunk_keys, conventions, n_spans)
+    conclude(result, index, chunk_keys, conventions, Counter({plan.name: n_spans}))
     return result
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..trace import Trace, write_traces
+from .conventions import OPENINFERENCE
 from .gold import Label
 
 __all__ = ["IngestResult"]
@@ -59,7 +60,8 @@ class IngestResult:
     read: list[str] = field(default_factory=list)  # "<source>: <format>, N spans" per input
     warnings: list[str] = field(default_factory=list)  # whatever else a user must know
     written: int | None = None  # traces written straight to a file (ingest_spans_to), not kept in `traces`
-    conventions: Counter[str] = field(default_factory=Counter)  # spans by the convention read ("(not read)")
+    # input -> its spans by the convention read ("... (not read)": a convention no adapter reads)
+    conventions: dict[str, Counter[str]] = field(default_factory=dict)
     # every trace ingest produced, counted as it went by (the traces themselves may go to a file)
     counts: _TraceCounts = field(default_factory=_TraceCounts, repr=False, compare=False)
 
@@ -87,9 +89,10 @@ class IngestResult:
         """One paragraph for a terminal: counts and what was left unmatched."""
         counts = self.counts
         lines = [f"read {r}" for r in self.read]
-        if self.conventions:
-            by = self.conventions.most_common()
-            lines.append("spans by convention: " + ", ".join(f"{n} {name}" for name, n in by))
+        for where, by in self.conventions.items():  # said when a file holds another convention than OpenInference
+            if set(by) - {OPENINFERENCE}:
+                lines.append(f"{where}: spans by convention: "
+                             + ", ".join(f"{n} {name}" for name, n in by.most_common()))
         lines.append(f"{counts.n} trace(s)")
         lines.append("prompt ids: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.by_source.items())))
         partial = set(self.partial)
