@@ -55,6 +55,7 @@ STAGE_OF_KIND = {"RETRIEVER": "retrieval", "EMBEDDING": "retrieval", "RERANKER":
                  "LLM": "generation", "PROMPT": "prompt_assembly"}
 _QUERY_KEYS = ("query", "question", "input", "user_input", "query_str")
 _start_end = attrgetter("start_ns", "end_ns")  # spans in the order they ran
+_POSTPROCESSORS, _TEXT_RANKERS = fw.POSTPROCESSOR_SUFFIXES, fw.TEXT_RANKER_SUFFIXES  # CHAIN span names of a step
 
 
 @dataclass
@@ -249,9 +250,9 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
             (builders if is_prompt_builder(s) else llms).append(s)
         elif kind == "CHAIN":
             name = s.name
-            if name.endswith(fw.POSTPROCESSOR_SUFFIXES):
+            if name.endswith(_POSTPROCESSORS):
                 postprocessors.append(s)
-            elif name.endswith(fw.TEXT_RANKER_SUFFIXES) and (texts := fw.ranked_texts(s)) is not None:
+            elif name.endswith(_TEXT_RANKERS) and (texts := fw.ranked_texts(s)) is not None:
                 text_rankers.append((s, texts))
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
     docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in retrievers}
@@ -312,7 +313,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
         req.answer = fw.field_answer(answer)  # DSPy's [[ ## answer ## ]] field, not the whole output
         req.model = (last.attributes.get("llm.model_name")
                      or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
-        req.notes["answer"] = f"'{last.name}', the last of {len(answering)} answering LLM span(s) to finish"
+        req.notes["answer"] = f"'{last.name}', the last of {len(answering)} LLM span(s) to finish"
     if isinstance(req.metadata.get(query_key), str):
         req.query = req.metadata[query_key]
     else:
