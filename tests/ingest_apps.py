@@ -124,13 +124,15 @@ class LangChainApp:
 class LlamaIndexApp:
     """A BM25 retriever → optional postprocessors → response synthesizer → scripted LLM."""
 
-    def __init__(self, chunk_size: int = 40, k: int = 3) -> None:
+    def __init__(self, chunk_size: int = 40, k: int = 3, line_breaks: bool = False) -> None:
         from llama_index.core import Document
         from llama_index.core.node_parser import SentenceSplitter
 
         from ragstage.ingest import locate_llamaindex_nodes
 
-        docs = [Document(text=d["text"], id_=d["id"], metadata={"section": d["title"]}) for d in load_handbook()]
+        # line_breaks: each sentence on a line of its own (". " -> ".\n", offsets unchanged): chunks of several lines
+        docs = [Document(text=d["text"].replace(". ", ".\n") if line_breaks else d["text"], id_=d["id"],
+                         metadata={"section": d["title"]}) for d in load_handbook()]
         for d in docs:
             d.excluded_llm_metadata_keys.append("section")
         self.nodes = locate_llamaindex_nodes(
@@ -138,7 +140,11 @@ class LlamaIndexApp:
         self.k = k
 
     def engine(self, answer: str, *, rerank_top: int | None = None, cutoff: float | None = None,
-               context_window: int | None = None, fail: bool = False) -> Any:
+               context_window: int | None = None, fail: bool = False, llm_rerank: int | None = None,
+               mode: str | None = None) -> Any:
+        """``llm_rerank``: LlamaIndex's ``LLMRerank`` keeping that many nodes, its model a stand-in that
+        ranks them in the retriever's order; ``mode``: the response mode (default: ``simple_summarize``
+        with a ``context_window``, else ``compact``)."""
         from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
         from llama_index.core.instrumentation import get_dispatcher
         from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
@@ -196,13 +202,35 @@ class LlamaIndexApp:
             def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
                 yield CompletionResponse(text=self.text, delta=self.text)
 
+        class RankingLLM(CustomLLM):
+            """Answers LLMRerank's choice prompt: the first ``keep`` documents, in their order."""
+
+            keep: int = 1
+
+            @property
+            def metadata(self) -> LLMMetadata:
+                return LLMMetadata(model_name="ranking-stand-in")
+
+            @llm_completion_callback()
+            def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+                return CompletionResponse(text="\n".join(f"Doc: {i}, Relevance: {10 - i}"
+                                                         for i in range(1, self.keep + 1)))
+
+            @llm_completion_callback()
+            def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+                yield self.complete(prompt)
+
         post: list = []
+        if llm_rerank is not None:
+            from llama_index.core.postprocessor import LLMRerank
+
+            post.append(LLMRerank(llm=RankingLLM(keep=llm_rerank), top_n=llm_rerank, choice_batch_size=k))
         if cutoff is not None:
             post.append(SimilarityPostprocessor(similarity_cutoff=cutoff))
         if rerank_top is not None:
             post.append(OverlapRerank(top_n=rerank_top))
         llm = ScriptedLLM(text=answer, window=context_window or 3900)
-        mode = "simple_summarize" if context_window else "compact"
+        mode = mode or ("simple_summarize" if context_window else "compact")
         return RetrieverQueryEngine.from_args(BM25(), llm=llm, node_postprocessors=post, response_mode=mode)
 
     def ask(self, query_id: str, question: str, answer: str = "", *, llm: bool = True, **settings: Any) -> str | None:

@@ -201,3 +201,196 @@ def mlflow_ask(app: Any, case: Case) -> None:
         return app.ask(None, question, case.answer, **settings)
 
     request(case.question)
+
+
+UNANSWERABLE = "What is the company's policy on pets in the office?"
+
+#: DSPy's requests: the gold as sentences copied from the handbook (``gold_text``), since a DSPy
+#: ``Retrieve`` span exports only the passages' texts; a refusal of an unanswerable question; a
+#: context budget that cuts every passage (prompt assembly).
+DSPY_CASES = [c for c in CASES if c.query_id != "reranked-away"] + [
+    Case("reranked-away", FLIGHTS, "A director.", "reranking", "travel", "Flights need approval from a director",
+         {"rerank_top": 1}),
+    Case("unanswerable", UNANSWERABLE, "I don't know.", "correct_refusal"),
+    Case("cut", LAPTOPS, "Every ninety days.", "prompt_assembly", "security", "Passwords rotate every ninety days",
+         {"budget": 20}),
+]
+
+
+def text_labels(cases: list[Case]) -> list[dict[str, Any]]:
+    """Labels naming the gold by a sentence copied from it (for chunks that carry no location)."""
+    out = []
+    for case in cases:
+        label: dict[str, Any] = {"query_id": case.query_id}
+        if case.expected == "correct_refusal":
+            label["answerable"] = False
+        elif case.expected != "endpoint_unavailable":
+            label["correct"] = case.expected == "none"
+        if case.gold_phrase is not None:
+            label["gold_text"] = [case.gold_phrase]
+        out.append(label)
+    return out
+
+
+class DSPyApp:
+    """``dspy.Retrieve`` over the handbook's sentences (BM25) → optional reranking module → a
+    context budget → ``dspy.Predict("context, question -> answer")`` on a scripted ``DummyLM``."""
+
+    def __init__(self, k: int = 3) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.passages = [s.strip().rstrip(".") + "." for d in load_handbook() for s in d["text"].split(". ")]
+        self.bm25 = BM25Okapi([words(p) for p in self.passages])
+        self.k = k
+
+    def search(self, fail: bool) -> Any:
+        from types import SimpleNamespace
+
+        def rm(query: str, k: int = 3, **_: Any) -> list:
+            if fail:
+                raise ConnectionError("search index unreachable")
+            scores = self.bm25.get_scores(words(query))
+            order = sorted(range(len(self.passages)), key=lambda i: (-scores[i], i))[:k]
+            return [SimpleNamespace(long_text=self.passages[i]) for i in order]
+
+        return rm
+
+    def ask(self, case: Case) -> None:
+        import dspy
+        from dspy.utils import DummyLM
+        from openinference.instrumentation import using_metadata
+
+        settings = dict(case.settings)
+        top_n, budget = settings.get("rerank_top"), settings.get("budget")
+
+        class OverlapRerank(dspy.Module):
+            """Keeps the passages sharing most words with the question."""
+
+            def forward(self, question: str, passages: list[str]) -> Any:
+                ranked = sorted(passages, key=lambda p: -len(set(words(question)) & set(words(p))))
+                return dspy.Prediction(passages=ranked[:top_n])
+
+        k = self.k
+
+        class RAG(dspy.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.retrieve = dspy.Retrieve(k=k)
+                self.rerank = OverlapRerank() if top_n else None
+                self.generate = dspy.Predict("context, question -> answer")
+
+            def forward(self, question: str) -> Any:
+                passages = self.retrieve(question).passages
+                if self.rerank is not None:
+                    passages = self.rerank(question=question, passages=passages).passages
+                if budget is not None:
+                    passages = [p[:budget] for p in passages]
+                return self.generate(context=passages, question=question)
+
+        with dspy.context(rm=self.search(settings.get("fail", False)), lm=DummyLM([{"answer": case.answer}])):
+            with using_metadata({"query_id": case.query_id}):
+                try:
+                    RAG()(question=case.question)
+                except ConnectionError:
+                    pass
+
+
+#: LlamaIndex's requests: the shared ones, and LLMRerank (a CHAIN span whose own model call lists
+#: every candidate in full) keeping one node, or keeping all before a context window cuts the gold.
+LLAMAINDEX_CASES = CASES + [
+    Case("llm-reranked-away", FLIGHTS, "A director.", "reranking", "travel", None, {"llm_rerank": 1}),
+    Case("llm-kept-then-cut", LAPTOPS, "Every ninety days.", "prompt_assembly", "security",
+         "Passwords rotate every ninety days", {"llm_rerank": 3, "context_window": 100}),
+    Case("similarity-cut", LAPTOPS, "Every ninety days.", "reranking", "security", "Passwords rotate every ninety days",
+         {"cutoff": 3.0}),
+]
+#: A chunk of several lines put into the template as a Python list (``simple_summarize``).
+LLAMAINDEX_LINE_CASES = [
+    Case("lines-kept", WEEKS, "Fourteen weeks.", "none", "leave", "fourteen weeks of paid parental leave",
+         {"mode": "simple_summarize"}),
+]
+
+
+def llamaindex_ask(app: Any, case: Case) -> None:
+    """One request of the LlamaIndex app (``tests/ingest_apps.py``), its question id as OpenInference metadata."""
+    app.ask(case.query_id, case.question, case.answer, **case.settings)
+
+
+def record_langchain_openllmetry(path: Any) -> None:
+    """Every LangChain case under OpenLLMetry's LangChain instrumentor, as OTLP JSON Lines at ``path``.
+
+    Run in a process of its own (``python tests/stack_apps.py OUT``): after this instrumentor was
+    uninstrumented, a LangChain app recorded later in the same process under OpenInference lost its
+    question ids (seen in this test suite), so the instrumentor never runs in the tests' process."""
+    from ingest_apps import LangChainApp
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from ragstage.ingest import otlp_file_exporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    app = LangChainApp()
+    for case in LANGCHAIN_CASES:
+        langchain_ask(app, case)
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    import sys
+
+    record_langchain_openllmetry(sys.argv[1])
+
+
+def capture(folder: Any, instrumentor: Any, run: Any) -> tuple[list[Any], Any]:
+    """Run the requests under the instrumentor; spans go to memory and to an OTLP JSON Lines file."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragstage.ingest import otlp_file_exporter
+
+    memory = InMemorySpanExporter()
+    path = folder / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        run()
+    finally:
+        instrumentor.uninstrument()
+    return list(memory.get_finished_spans()), path
+
+
+def mlflow_record(folder: Any, ask: Any, cases: list[Case]) -> tuple[Any, list[Any]]:
+    """Every case asked of the LangChain app under ``mlflow.langchain.autolog()`` into a local
+    SQLite store: the traces as a ``search_traces`` frame and as ``Trace`` objects."""
+    import os
+
+    import mlflow
+    from ingest_apps import LangChainApp
+
+    before = os.environ.get("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING")
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # every trace stored before search_traces
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=experiment)
+    mlflow.langchain.autolog()
+    try:
+        app = LangChainApp()
+        for case in cases:
+            ask(app, case)
+        frame = mlflow.search_traces(experiment_ids=[experiment])
+        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
+    finally:
+        mlflow.langchain.autolog(disable=True)
+        if before is None:
+            os.environ.pop("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", None)
+        else:
+            os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = before
+    return frame, traces

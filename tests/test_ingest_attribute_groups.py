@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.ingest import openinference as oi
-from ragstage.ingest.memo import MEMO_SIZE, remember
+from ragstage.ingest.memo import MEMO_SIZE, IngestCache, remember
 from ragstage.ingest.spans import Span
 
 prefixes = st.sampled_from([*oi.LISTS, "metadata", "llm.prompts", "retrieval", "retrieval.documentsX", "llm", ""])
@@ -68,12 +68,14 @@ def _ordered(lists: dict[int, dict[str, Any]]) -> list[tuple[int, list[tuple[str
     return [(n, list(item.items())) for n, item in lists.items()]
 
 
+_WARM = IngestCache()  # one ingest's memos, kept across examples as across a file's spans
+
+
 @settings(max_examples=1500, deadline=None)
 @given(attributes(), st.booleans())
 def test_the_groups_hold_what_the_scans_find(attrs, warm):
-    if not warm:
-        oi._PLACES.clear()  # a key's place worked out afresh, or remembered from an earlier span
-    groups = oi.attribute_groups(attrs)
+    # a key's place worked out afresh, or remembered from an earlier span
+    groups = oi.attribute_groups(attrs, _WARM if warm else IngestCache())
     scans = {prefix: _outcome(lambda p: _ordered(oi._indexed(attrs, p)), prefix) for prefix in oi.LISTS}
     if groups is None:  # only when some scan raises (an index of digits int() refuses)
         assert any(outcome[0] == "raised" for outcome in scans.values())
@@ -96,9 +98,22 @@ def test_every_reader_reads_the_same_from_the_groups(attrs, kind):
 
 
 def test_the_places_remembered_stay_bounded():
-    oi._PLACES.clear()
-    oi.attribute_groups({f"metadata.k{i}": i for i in range(MEMO_SIZE + 10)})
-    assert len(oi._PLACES) <= MEMO_SIZE
+    cache = IngestCache()
+    oi.attribute_groups({f"metadata.k{i}": i for i in range(MEMO_SIZE + 10)}, cache)
+    assert 0 < len(cache.places) <= MEMO_SIZE
+
+
+def test_an_ingest_keeps_its_memos_to_itself():
+    """Two ingests in one process share no memo: what one learned is not in the other's cache."""
+    from ragstage.ingest.requests import read_request
+
+    span = Span("t" * 32, "s" * 16, None, "retrieve", 0, 1, {
+        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.content": "some passage text",
+        "retrieval.documents.0.document.metadata": '{"source": "a"}'})
+    first, second = IngestCache(), IngestCache()
+    read_request("t" * 32, [span], cache=first)
+    assert first.places and first.passages and first.metadata
+    assert not (second.places or second.passages or second.metadata)
 
 
 def test_a_memo_keeps_what_it_is_given_and_is_emptied_when_full():

@@ -15,9 +15,10 @@ pytest.importorskip("langchain_community")
 pytest.importorskip("llama_index.core")
 
 from ingest_apps import LangChainApp, LlamaIndexApp, span_of  # noqa: E402
+from stack_apps import capture  # noqa: E402
 
 from ragstage import diagnose  # noqa: E402
-from ragstage.ingest import Label, ingest_openinference, judge_contains, otlp_file_exporter  # noqa: E402
+from ragstage.ingest import Label, ingest_openinference, judge_contains  # noqa: E402
 
 WEEKS = "How many weeks of paid parental leave do new parents receive?"
 HOTEL = "What is the hotel cap per night?"
@@ -45,25 +46,6 @@ LABELS = [
     Label(query=" " + WEEKS.replace(" ", "\n "), gold=("leave",), reference="fourteen weeks"),
     Label(query_id="ghost", gold=("leave",)),  # matches no request
 ]
-
-
-def _capture(folder, instrumentor, run):
-    """Run the requests under the instrumentor; spans go to memory and to an OTLP JSON file."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    memory = InMemorySpanExporter()
-    path = folder / "spans.jsonl"
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    provider.add_span_processor(SimpleSpanProcessor(otlp_file_exporter(path)))
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        run()
-    finally:
-        instrumentor.uninstrument()
-    return list(memory.get_finished_spans()), path
 
 
 def _buckets(result):
@@ -99,7 +81,7 @@ def langchain_run(tmp_path_factory):
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
     app = LangChainApp()
-    return _capture(tmp_path_factory.mktemp("langchain"), LangChainInstrumentor(),
+    return capture(tmp_path_factory.mktemp("langchain"), LangChainInstrumentor(),
                     lambda: _ask_all(app, LANGCHAIN_REQUESTS))
 
 
@@ -108,7 +90,7 @@ def llamaindex_run(tmp_path_factory):
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
     app = LlamaIndexApp()
-    return _capture(tmp_path_factory.mktemp("llamaindex"), LlamaIndexInstrumentor(),
+    return capture(tmp_path_factory.mktemp("llamaindex"), LlamaIndexInstrumentor(),
                     lambda: _ask_all(app, LLAMAINDEX_REQUESTS))
 
 

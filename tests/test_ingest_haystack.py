@@ -87,8 +87,11 @@ def test_wrong_chunk_keys_are_loud_and_the_doctor_does_not_call_them_attributabl
     _, path, label_path, _ = haystack_run
     result = ingest_spans(path, labels=label_path, chunk_keys=ChunkKeys(doc=("file",), start=("offset",)))
     assert len(result.unlocated) == len(HAYSTACK_CASES) - 1  # all but the request that failed before retrieval
+    # no chunk located: no stage can be shown to have lost the evidence, so none is blamed
+    assert {diagnose(t).stage.value for t in result.traces} == {"label_missing", "endpoint_unavailable"}
     summary = result.summary()
-    assert f"{len(result.unlocated)} of " in summary and "labels matched no retrieved chunk" in summary
+    assert f"{len(result.unlocated)} of {len(result.traces)} labelled request(s)" in summary
+    assert "stage cannot be observed" in summary and "not as a retrieval loss" in summary
     assert "source_id" in summary and "split_idx_start" in summary  # the metadata keys seen
     cli = [sys.executable, "-m", "ragstage.cli"]
     doctor = subprocess.run(cli + ["doctor", str(path), "--labels", str(label_path), "--doc-key", "file",
@@ -98,7 +101,7 @@ def test_wrong_chunk_keys_are_loud_and_the_doctor_does_not_call_them_attributabl
     assert any(p["name"] == "labels located in no chunk" and p["blocking"] for p in report["problems"])
     strict = subprocess.run(cli + ["ingest", "spans", str(path), "--labels", str(label_path), "--doc-key", "file",
                                    "--out", str(tmp_path / "t.jsonl"), "--strict"], capture_output=True, text=True)
-    assert strict.returncode == 1 and "matched no retrieved chunk" in strict.stderr
+    assert strict.returncode == 1 and "stage cannot be observed" in strict.stderr
 
 
 def test_cli_says_which_format_it_read(haystack_run, tmp_path):

@@ -18,8 +18,7 @@ import pytest
 mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("langchain_community")
 
-from ingest_apps import LangChainApp  # noqa: E402
-from stack_apps import CASES, labels, mlflow_ask  # noqa: E402
+from stack_apps import CASES, labels, langchain_ask, mlflow_ask, mlflow_record  # noqa: E402
 
 from ragstage import diagnose  # noqa: E402
 from ragstage.ingest import ingest_spans, write_otlp_json  # noqa: E402
@@ -27,27 +26,23 @@ from ragstage.ingest import ingest_spans, write_otlp_json  # noqa: E402
 EXPECTED = {c.query_id: c.expected for c in CASES}
 
 
-@pytest.fixture(scope="module")
-def mlflow_run(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mlflow")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")  # every trace stored before search_traces
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
-    experiment = mlflow.create_experiment("rag", artifact_location=(folder / "artifacts").as_uri())
-    mlflow.set_experiment(experiment_id=experiment)
-    mlflow.langchain.autolog()
-    try:
-        app = LangChainApp()
-        for case in CASES:
-            mlflow_ask(app, case)
-        frame = mlflow.search_traces(experiment_ids=[experiment])
-        traces = mlflow.search_traces(experiment_ids=[experiment], return_type="list")
-    finally:
-        mlflow.langchain.autolog(disable=True)
-        patch.undo()
+def _record(folder, ask):
+    """Every case asked under ``mlflow.langchain.autolog()``; the frame, the ``Trace`` objects, the labels."""
+    frame, traces = mlflow_record(folder, ask, CASES)
     label_path = folder / "labels.jsonl"
     label_path.write_bytes(b"".join(orjson.dumps(lb) + b"\n" for lb in labels(CASES)))
     return folder, frame, traces, label_path
+
+
+@pytest.fixture(scope="module")
+def mlflow_run(tmp_path_factory):
+    return _record(tmp_path_factory.mktemp("mlflow"), mlflow_ask)
+
+
+@pytest.fixture(scope="module")
+def mlflow_run_metadata(tmp_path_factory):
+    """The question id passed the LangChain way, ``config={"metadata": {...}}``, no MLflow call."""
+    return _record(tmp_path_factory.mktemp("mlflow_metadata"), langchain_ask)
 
 
 def _buckets(result):
@@ -101,3 +96,13 @@ def test_failure_message_is_one_line(mlflow_run):
     failing = next(t for t in ingest_spans(frame, labels=label_path).traces if t.query_id == "failing")
     assert failing.error["message"] == "DownRetriever: ConnectionError: search index unreachable" or (
         "\n" not in failing.error["message"] and "Traceback" not in failing.error["message"])
+
+
+@pytest.mark.parametrize("route", ["frame", "objects"])
+def test_langchain_run_metadata_carries_the_question_id(mlflow_run_metadata, route):
+    """MLflow records LangChain's run metadata as the span attribute ``metadata`` (JSON text): the
+    question id set there is read, every label matches its request."""
+    _, frame, traces, label_path = mlflow_run_metadata
+    result = ingest_spans(frame if route == "frame" else traces, labels=label_path)
+    assert _buckets(result) == EXPECTED
+    assert not result.unmatched_labels

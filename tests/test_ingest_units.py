@@ -261,7 +261,7 @@ def test_phoenix_frame_and_parquet(tmp_path):
          "end_time": pd.Timestamp("2025-01-01T00:00:01Z"), "status_code": "OK", "status_message": "",
          "attributes.retrieval.documents": docs, "attributes.input.value": "q?",
          "attributes.metadata": {"query_id": "q1"}, "attributes.llm.input_messages": None},
-        {"context.trace_id": "t", "context.span_id": "l", "parent_id": "r", "name": "llm", "span_kind": "LLM",
+        {"context.trace_id": "t", "context.span_id": "l", "parent_id": None, "name": "llm", "span_kind": "LLM",
          "start_time": pd.Timestamp("2025-01-01T00:00:02Z"), "end_time": pd.Timestamp("2025-01-01T00:00:03Z"),
          "status_code": "OK", "status_message": "", "attributes.retrieval.documents": None,
          "attributes.input.value": None, "attributes.metadata": None,

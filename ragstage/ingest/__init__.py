@@ -7,7 +7,7 @@ extra installs it. ``ragstage.ingest.demo`` (chapter 7's LangChain application) 
 import and needs the ``frameworks`` extra.
 """
 
-from .build import IngestOptions, IngestResult, judge_contains, load_spans, looks_like_refusal, text_query_id
+from .build import IngestOptions, judge_contains, looks_like_refusal, text_query_id
 from .flow import ingest_openinference, ingest_spans, ingest_spans_to
 from .gold import ChunkKeys, Label, locate_llamaindex_nodes, read_labels
 from .mlflow import from_mlflow
@@ -16,6 +16,8 @@ from .phoenix import from_phoenix
 from .ragas import ragas_to_traces
 from .record import record_spans, seeded_id_generator
 from .recover import normalise, recover_prompt_ids
+from .result import IngestResult
+from .sources import load_spans
 from .spans import Span, SpanError, from_sdk_spans
 
 __all__ = [

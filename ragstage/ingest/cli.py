@@ -61,11 +61,18 @@ def _ingest_spans(args: argparse.Namespace) -> int:
 
 def _ingest_ragas(args: argparse.Namespace) -> int:
     from ..trace import write_traces
-    from .ragas import ASSUMPTION, ragas_to_traces
+    from .build import judge_contains
+    from .ragas import ASSUMPTION, ragas_ingest
 
-    n = write_traces(args.out, ragas_to_traces(args.file, pipeline=args.pipeline))
+    judge = judge_contains if args.judge == "contains" else None
+    traces, unmatched = ragas_ingest(args.file, pipeline=args.pipeline, labels=args.labels, judge=judge)
+    n = write_traces(args.out, traces)
     print(f"wrote {n} trace(s) to {args.out}\nassumed: {ASSUMPTION}", file=sys.stderr)
-    return 0
+    if unmatched:
+        shown = ", ".join(f"{lb.query_id or lb.query!r} (line {lb.line})" for lb in unmatched[:5])
+        print(f"{len(unmatched)} label(s) matched no sample: {shown}{' ...' if len(unmatched) > 5 else ''}",
+              file=sys.stderr)
+    return 1 if args.strict and unmatched else 0
 
 
 def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
@@ -90,10 +97,17 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:
                              "core; 1: this process alone); the output is the same")
         _add_span_options(oi)
         oi.set_defaults(func=_ingest_spans)
-    ragas = kinds.add_parser("ragas", help="an evaluation dataset in the Ragas sample shape (JSON Lines)")
-    ragas.add_argument("file", metavar="SAMPLES.jsonl")
+    ragas = kinds.add_parser("ragas", help="an evaluation dataset in the Ragas sample shape (to_jsonl, to_csv, "
+                                           "or to_pandas().to_json())")
+    ragas.add_argument("file", metavar="SAMPLES")
     ragas.add_argument("--out", required=True, metavar="TRACES.jsonl")
     ragas.add_argument("--pipeline", default="default")
+    ragas.add_argument("--labels", metavar="LABELS.jsonl",
+                       help="gold labels by query_id (the sample's query_id or id) or question: gold document ids "
+                            "(the contexts' ids), gold_text sentences, correct, answerable, refused, reference")
+    ragas.add_argument("--judge", choices=["none", "contains"], default="none",
+                       help="contains: an answer is right when it contains the label's reference answer")
+    ragas.add_argument("--strict", action="store_true", help="exit 1 when a label matched no sample")
     ragas.set_defaults(func=_ingest_ragas)
 
 

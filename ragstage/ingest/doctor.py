@@ -194,8 +194,9 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = (),
         blocked_ids.update(keys)
         for why in sorted({blocked[k] for k in keys}):
             hits = [k[0] for k in sorted(keys) if blocked[k] == why]
-            problems.append(Finding(why, len(hits), n, "their gold cannot be found among the chunks: every such "
-                                    "question would land in `retrieval`; set the chunk keys", True, hits[:3]))
+            problems.append(Finding(why, len(hits), n, "their gold cannot be found among the chunks: no stage can "
+                                    "be shown to have lost it (written as label_missing); set the chunk keys or "
+                                    "label with gold_text", True, hits[:3]))
     for name, check, impact in SHAPE_CHECKS:
         count, examples = _examples(traces, check)
         if count:
@@ -207,7 +208,13 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = (),
 
 def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str], dict[tuple[str, str], str]]:
     """Notes on an ingest, and the traces it leaves unattributable (key -> why)."""
+    from .conventions import CANNOT_SHOW
+
     notes = [f"read {r}" for r in result.read]
+    for by in result.conventions.values():
+        for name, n in by.most_common():
+            notes.append(f"{path}: {n} span(s) in {name}" + (f"; it cannot show {CANNOT_SHOW[name]}"
+                                                              if name in CANNOT_SHOW else ""))
     blocked: dict[tuple[str, str], str] = {}
     if result.without_llm:
         notes.append(f"{path}: {len(result.without_llm)} request(s) with no LLM span")
@@ -220,8 +227,8 @@ def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str
         notes.append(f"{path}: {len(result.partial)} trace(s) whose gold span reached the prompt only in part")
     if result.unlocated:
         keys = ", ".join(result.chunk_metadata_keys) or "none"
-        notes.append(f"{path}: {len(result.unlocated)} label(s) matched no retrieved chunk: the chunk keys locate "
-                     f"nothing; chunk metadata keys: {keys} (--doc-key, --start-key, --end-key)")
+        notes.append(f"{path}: {len(result.unlocated)} labelled request(s) with no chunk the chunk keys locate: "
+                     f"their stage cannot be observed; chunk metadata keys: {keys} (--doc-key, --start-key, --end-key)")
         unlocated = set(result.unlocated)
         for t in result.traces:
             if t.query_id in unlocated:

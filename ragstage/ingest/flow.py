@@ -1,10 +1,10 @@
 """Spans in, traces out: the ingest's flow from its inputs to one result, in one process or in parts.
 
 ``ingest_spans`` (also named ``ingest_openinference``) and ``ingest_spans_to`` read every input
-(:func:`.build.load_spans` knows the formats), group the spans into requests as they stream in
+(:func:`.sources.load_spans` knows the formats), group the spans into requests as they stream in
 (:mod:`.grouping`), turn each request into a trace (:func:`.build.request_to_trace`) and
 account for it in the order its trace id was first seen: the duplicate check, the run
-numbering, and every count and list of :class:`.build.IngestResult`.
+numbering, and every count and list of :class:`.result.IngestResult`.
 
 One large OTLP JSON Lines file written to a file is read in parts, one per core, on Linux
 (where processes fork safely): the trace-id scan that streams the file also tells where it can
@@ -36,13 +36,15 @@ from ..collector import collector_paused
 from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
 from ..workers import die_with_parent
-from .build import Found, IngestOptions, IngestResult, load_spans, path_reader, read_note, request_to_trace
+from .accounts import Accounts, conclude, request
+from .build import IngestOptions
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
-from .requests import Request, read_request
+from .result import IngestResult
+from .sources import load_spans, path_reader, read_note
 from .spans import Span, SpanError
 
-__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "FOREIGN_CONVENTIONS", "MIN_SPLIT_BYTES"]
+__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "MIN_SPLIT_BYTES"]
 
 #: Files smaller than this are read by one process (a second one costs more than it saves).
 MIN_SPLIT_BYTES = 16 << 20
@@ -119,165 +121,6 @@ def _names(sources: list[Any]) -> str:
     return ", ".join(str(s) for s in sources if isinstance(s, (str, Path)))
 
 
-#: Attribute prefixes of span conventions this does not read, and what they are.
-FOREIGN_CONVENTIONS = {"traceloop.": "OpenLLMetry (traceloop.*)", "gen_ai.": "OpenTelemetry GenAI (gen_ai.*)",
-                       "llm.": "OpenInference-like llm.* without a span kind", "langsmith.": "LangSmith"}
-
-
-def _mlflow_otel(span: Span) -> Span:
-    """An MLflow span that reached us as OpenTelemetry (its attributes JSON text), read as MLflow's."""
-    from .mlflow import span_from_dict
-
-    return span_from_dict({"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id,
-                           "name": span.name, "start_time_unix_nano": span.start_ns,
-                           "end_time_unix_nano": span.end_ns, "attributes": dict(span.attributes),
-                           "status": {"code": "ERROR" if span.error is not None else "OK",
-                                      "message": span.error or ""}}, {})
-
-
-def _convention(span: Span) -> str | None:
-    """The foreign convention of a span with no OpenInference kind, if its attributes show one."""
-    for key in span.attributes:
-        for prefix, name in FOREIGN_CONVENTIONS.items():
-            if key.startswith(prefix):
-                return name
-    return None
-
-
-@dataclass
-class _Outcome:
-    """What one request became, kept until every request first seen before it is done."""
-
-    trace_id: str
-    timestamp: str | None
-    trace: Trace | None = None  # None: skipped or incomplete
-    found: Found | None = None
-    has_llm: bool = True
-    incomplete: list[str] | None = None
-
-
-class _Accounts:
-    """Requests to traces, accounted in the order their trace ids were first seen (or, with
-    ``split_runs``, in the order they ran): the result's lists and the run numbering do not
-    depend on the order the requests were completed in. Also what the spans showed on the
-    way: how many, the foreign conventions among them, the metadata keys of the chunks."""
-
-    def __init__(self, result: IngestResult, index: LabelIndex, opts: IngestOptions, paths: str) -> None:
-        self.result, self.index, self.opts, self.paths = result, index, opts, paths
-        self.pending: dict[int, _Outcome] = {}
-        self.next = 0
-        self.seen: dict[tuple[str, str], str] = {}  # (query_id, pipeline) -> trace id, in accounting order
-        self.runs: Counter[tuple[str, str]] = Counter()
-        self.chunk_keys: set[Any] = set()
-        self.conventions: Counter[str] = Counter()
-        self.spans = 0
-
-    def read_as(self, spans: list[Span]) -> list[Span]:
-        """A line's spans as the ingest reads them (MLflow's OpenTelemetry spans as MLflow's),
-        foreign conventions counted."""
-        self.spans += len(spans)
-        if all(s.kind for s in spans):  # the usual line: every span in a known kind
-            return spans
-        out = []
-        for s in spans:
-            if not s.kind:
-                if "mlflow.spanType" in s.attributes:
-                    s = _mlflow_otel(s)
-                if not s.kind:
-                    convention = _convention(s)
-                    if convention is not None:
-                        self.conventions[convention] += 1
-            out.append(s)
-        return out
-
-    def outcome(self, req: Request) -> _Outcome:
-        out = _Outcome(req.trace_id, req.timestamp)
-        if req.incomplete:  # a fragment (a parent not in the export) may be a request cut in two
-            out.incomplete = req.incomplete
-            return out
-        if not req.is_request:
-            return out
-        # the keys as written (named as text when the ingest ends), every candidate's in one call
-        self.chunk_keys.update(*[cand.metadata for cand in req.candidates.values()])
-        out.trace, out.found = request_to_trace(req, self.index, self.opts)
-        out.has_llm = req.has_llm
-        return out
-
-    def done(self, seq: int, req: Request) -> Iterator[Trace]:
-        """Take request number ``seq``; the traces every request up to the first one not done yet gives."""
-        self.pending[seq] = self.outcome(req)
-        if self.opts.split_runs:
-            return
-        while self.next in self.pending:
-            trace = self.account(self.pending.pop(self.next))
-            self.next += 1
-            if trace is not None:
-                yield trace
-
-    def finish(self) -> Iterator[Trace]:
-        """The rest (with ``split_runs``: everything, runs numbered in the order they ran)."""
-        outcomes = [self.pending[seq] for seq in sorted(self.pending)]
-        self.pending = {}
-        if self.opts.split_runs:
-            outcomes.sort(key=lambda o: o.timestamp or "")
-        for out in outcomes:
-            trace = self.account(out)
-            if trace is not None:
-                yield trace
-
-    def asked_twice(self, key: tuple[str, str], trace_id: str) -> SpanError:
-        """The error for a second request with the key of one already accounted."""
-        where = self.paths or "; ".join(self.result.read) or "the spans"
-        return SpanError(f"{where}: requests {self.seen[key]} and {trace_id} both have query_id "
-                         f"{key[0]!r} in pipeline {key[1]!r}: two runs in one export? Split them with "
-                         f"--split-runs (Python: split_runs=True; the n-th run becomes pipeline "
-                         f"'{key[1]}#n'), set distinct query ids or pipelines (metadata "
-                         f"'{self.opts.query_id_key}', 'pipeline'), or ingest the runs separately", field="query_id")
-
-    def account(self, out: _Outcome) -> Trace | None:
-        result = self.result
-        if out.trace is None:
-            if out.incomplete:
-                result.incomplete[out.trace_id] = out.incomplete
-            else:
-                result.skipped.append(out.trace_id)
-            return None
-        trace, found = out.trace, out.found
-        key = (trace.query_id, trace.pipeline)
-        if key in self.seen:
-            if not self.opts.split_runs:
-                raise self.asked_twice(key, out.trace_id)
-            self.runs[key] += 1
-            trace = trace.replace(pipeline=f"{trace.pipeline}#{self.runs[key] + 1}")
-        else:
-            self.seen[key] = out.trace_id
-        if not out.has_llm:
-            result.without_llm.append(trace.query_id)
-        if found is not None and found.unlocated:
-            result.unlocated.append(trace.query_id)
-        if found is not None and found.partial:
-            result.partial.append(trace.query_id)
-        result.counts.add(trace)
-        return trace
-
-    def line(self, source: int, line: int, spans: list[Span], groups: TraceGroups, where: str) -> Iterator[Trace]:
-        """The traces one line's spans complete."""
-        for seq, trace_id, group in groups.add(source, line, self.read_as(spans), where):
-            yield from self.done(seq, _request(trace_id, group, where, line))
-
-
-def _request(trace_id: str, spans: list[Span], where: str, line: int | None = None) -> Request:
-    """:func:`.requests.read_request`, its error placed: the input, and the line whose spans
-    completed the request (the request's last line) when it is known."""
-    try:
-        return read_request(trace_id, spans)
-    except SpanError as exc:
-        if exc.path is not None:
-            raise
-        detail = exc.detail if exc.detail.startswith("trace ") else f"trace {trace_id}: {exc.detail}"
-        raise SpanError(detail, path=where, line=line, field=exc.field) from None
-
-
 def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
             warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, list[Span]]]]], dict | None]:
     """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
@@ -318,7 +161,7 @@ def _closing(last: dict[str, tuple[int, int]]) -> dict[tuple[int, int], list[str
 
 def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path | None = None, found: Any = None,
              read: list[str] | None = None, warnings: list[str] | None = None) -> Iterator[tuple[int, list[Span]]]:
-    """The batches as lists, and (for a file) what it held said (:func:`.build.read_note`) once
+    """The batches as lists, and (for a file) what it held said (:func:`.sources.read_note`) once
     they are all read."""
     n = 0
     for line, spans in batches:
@@ -332,7 +175,7 @@ def _counted(batches: Iterator[tuple[int, Iterable[Span]]], path: str | Path | N
 def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
                     result: IngestResult) -> Iterator[Trace]:
     """The traces of the spans, one request at a time (see :mod:`.grouping`), into ``result``."""
-    accounts = _Accounts(result, index, opts, _names(sources))
+    accounts = Accounts(result, index, opts, _names(sources))
     with contextlib.ExitStack() as stack:
         inputs, closing = _inputs(sources, stack, result.read, result.warnings)
         groups = TraceGroups(closing)
@@ -340,23 +183,9 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
             for line, spans in batches:
                 yield from accounts.line(i, line, spans, groups, name)
         for seq, trace_id, group in groups.finish():
-            yield from accounts.done(seq, _request(trace_id, group, accounts.paths or "the spans"))
+            yield from accounts.done(seq, request(trace_id, group, accounts.paths or "the spans", cache=accounts.cache))
         yield from accounts.finish()
-    _conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
-
-
-def _conclude(result: IngestResult, index: LabelIndex, chunk_keys: set[Any], conventions: Counter[str],
-              n_spans: int) -> None:
-    """What is known only once every request is read: labels no request used, the chunks'
-    metadata keys, and a warning when spans were read but none in a convention this reads."""
-    result.unmatched_labels = index.unmatched()
-    result.chunk_metadata_keys = sorted({str(key) for key in chunk_keys})
-    if n_spans and not result.counts.n and not result.incomplete:
-        found = ", ".join(f"{name} on {n} span(s)" for name, n in conventions.most_common())
-        result.warnings.append(f"{n_spans} span(s) read, but none in a convention this reads"
-                               + (f" (found {found})" if found else "")
-                               + ": instrument with OpenInference (openinference-instrumentation-*) or MLflow "
-                               "Tracing, or export from Phoenix or MLflow")
+    conclude(result, index, accounts.chunk_keys, accounts.conventions, accounts.spans)
 
 
 # Reading one file in parts.
@@ -455,7 +284,7 @@ class _PartDone:
     keys: tuple[list[str], list[str], list[str]]
     used: list[int]  # positions of the labels a request matched
     chunk_keys: set[Any]
-    conventions: Counter[str]
+    conventions: Counter[tuple[str, str]]
     spans: int
     unscanned: bool = False  # a trace the scan did not close: read the file in one process
     error: Exception | None = None  # raised after the keys before it are checked against earlier parts
@@ -468,7 +297,7 @@ def _ingest_part(k: int) -> _PartDone:
     assert _JOB is not None
     job = _JOB
     result = IngestResult([], [], [])
-    accounts = _Accounts(result, job.index, job.opts, job.plan.name)
+    accounts = Accounts(result, job.index, job.opts, job.plan.name)
     groups = TraceGroups(job.plan.closing)
     error = None
     unscanned = False
@@ -484,7 +313,7 @@ def _ingest_part(k: int) -> _PartDone:
     seen = accounts.seen
     keys = ([query_id for query_id, _ in seen], [pipeline for _, pipeline in seen], list(seen.values()))
     return _PartDone(result, keys, used, accounts.chunk_keys, accounts.conventions,
-                     accounts.spans, unscanned, error)
+                     sum(accounts.spans.values()), unscanned, error)
 
 
 def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions,
@@ -511,11 +340,11 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     n_spans = sum(part.spans for part in parts)
     read_note(plan.name, plan.found, n_spans, result.read, result.warnings)
     chunk_keys: set[Any] = set()
-    conventions: Counter[str] = Counter()
+    conventions: Counter[tuple[str, str]] = Counter()
     for part in parts:
         chunk_keys |= part.chunk_keys
         conventions.update(part.conventions)
-    _conclude(result, index, chunk_keys, conventions, n_spans)
+    conclude(result, index, chunk_keys, conventions, Counter({plan.name: n_spans}))
     return result
 
 
@@ -533,7 +362,7 @@ def _read_parts(job: _PartJob, result: IngestResult) -> list[_PartDone]:
         _JOB = None
     if any(part.unscanned for part in parts if part.error is None):
         raise _Unscanned
-    accounts = _Accounts(result, job.index, job.opts, job.plan.name)
+    accounts = Accounts(result, job.index, job.opts, job.plan.name)
     for part in parts:
         keys = list(zip(zip(part.keys[0], part.keys[1]), part.keys[2]))
         for key, trace_id in keys:

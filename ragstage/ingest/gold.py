@@ -28,7 +28,8 @@ from .spans import SpanError
 __all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
            "locate_llamaindex_nodes", "span_coverage", "locatable"]
 
-_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "answerable", "correct", "refused", "reference"})
+_LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "gold_text", "answerable", "correct", "refused",
+                         "reference"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class Label:
     reference: str | None = None
     line: int | None = None
     path: str | None = None
+    #: Sentences copied from the gold evidence: a chunk holding one (whitespace aside) is gold. The
+    #: label for a stack whose chunks carry no location (DSPy's ``Retrieve`` exports only the text).
+    gold_text: tuple[str, ...] = ()
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -53,7 +57,8 @@ class Label:
         These stand in as the trace's gold when no candidate matched, so a question whose
         evidence was never retrieved lands in ``retrieval``, not in ``label_missing``.
         """
-        return self.gold + tuple(f"{d}#{s}-{e}" for d, s, e in self.gold_spans)
+        return (self.gold + tuple(f"{d}#{s}-{e}" for d, s, e in self.gold_spans)
+                + tuple(f"text:{t}" for t in self.gold_text))
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,15 @@ def parse_label(record: Any) -> Label:
         correct=_opt_bool(record, "correct") if "correct" in record else None,
         refused=_opt_bool(record, "refused") if "refused" in record else None,
         reference=reference,
+        gold_text=_texts(_list_or_null(record, "gold_text")),
     )
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    """Quoted sentences: a list of non-blank strings."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _fail(f"expected a list of non-blank sentences, got {value!r:.60}", "gold_text")
+    return tuple(value)
 
 
 _new = object.__new__
@@ -241,7 +254,7 @@ def new_label(query_id: str | None, query: str | None, gold: tuple[str, ...],
     fields = label.__dict__
     fields["query_id"], fields["query"], fields["gold"], fields["gold_spans"] = query_id, query, gold, gold_spans
     fields["answerable"], fields["correct"], fields["refused"] = answerable, correct, refused
-    fields["reference"], fields["line"], fields["path"] = reference, line, path
+    fields["reference"], fields["line"], fields["path"], fields["gold_text"] = reference, line, path, ()
     return label
 
 

@@ -6,8 +6,10 @@ MLflow writes its own span attributes, each value JSON-encoded as text: ``mlflow
 id}``; a CHAT_MODEL or LLM span's inputs hold ``messages`` (or LangChain's message lists) and
 its outputs ``choices`` (or LangChain's ``generations``). Each span becomes a :class:`Span` with
 the OpenInference keys the rest of the ingest reads; the trace's metadata (``trace_metadata``,
-where ``mlflow.update_current_trace(metadata=...)`` puts a ``query_id``) and a span's own
-attributes become its ``metadata``. Ids are base64 in MLflow's JSON and hex here.
+where ``mlflow.update_current_trace(metadata=...)`` puts a ``query_id``), a span's own
+attributes and the keys of its ``metadata`` attribute (LangChain's run metadata, passed as
+``config={"metadata": {...}}``, which ``mlflow.langchain.autolog()`` records as JSON text on every
+span) become its ``metadata``. Ids are base64 in MLflow's JSON and hex here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
+from .genai import put_documents
 from .spans import ERROR_STATUS_NAMES, Span, SpanError, hex_id
 
 __all__ = ["from_mlflow", "trace_spans", "span_from_dict", "KIND_OF_SPAN_TYPE"]
@@ -46,26 +49,9 @@ def _id(value: Any, digits: int, name: str) -> str:
 
 
 def _documents(prefix: str, docs: Any) -> dict[str, Any]:
+    """A span's documents (``{page_content, metadata, id}``, the score in the metadata) as flat keys."""
     out: dict[str, Any] = {}
-    if not isinstance(docs, list):
-        return out
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Mapping):
-            continue
-        key = f"{prefix}.{i}.document."
-        content = doc.get("page_content", doc.get("content"))
-        if content is not None:
-            out[key + "content"] = str(content)
-        if doc.get("id") not in (None, ""):
-            out[key + "id"] = str(doc["id"])
-        meta = doc.get("metadata")
-        if isinstance(meta, Mapping):
-            out[key + "metadata"] = dict(meta)
-            score = meta.get("score", doc.get("score"))
-        else:
-            score = doc.get("score")
-        if isinstance(score, (int, float)) and not isinstance(score, bool):
-            out[key + "score"] = float(score)
+    put_documents(out, docs, prefix)
     return out
 
 
@@ -133,7 +119,12 @@ def span_from_dict(raw: Mapping[str, Any], trace_meta: Mapping[str, Any]) -> Spa
         model = attrs.get("mlflow.llm.model")
         if model is not None:
             out["llm.model_name"] = str(model)
-    meta = {k: v for k, v in attrs.items() if not k.startswith(_OWN)}
+    meta = {k: v for k, v in attrs.items() if not k.startswith(_OWN) and k != "metadata"}
+    run_meta = attrs.get("metadata")  # LangChain's run metadata (config={"metadata": ...}), as autolog records it
+    if isinstance(run_meta, Mapping):
+        meta = {**run_meta, **meta}
+    elif run_meta is not None:
+        meta["metadata"] = run_meta
     if raw.get("parent_span_id") is None:
         meta = {**{k: v for k, v in trace_meta.items() if not k.startswith("mlflow.")}, **meta}
     if meta:

@@ -22,7 +22,7 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
-from .memo import remember
+from .memo import IngestCache, remember
 from .spans import Span, SpanError
 
 __all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids",
@@ -102,17 +102,16 @@ class AttributeGroups(NamedTuple):
 # Where a key goes: (its list item's slot, the field) or (None, the metadata key); () nowhere. A
 # slot is ``(a prefix of LISTS, the index)``, one object for all the keys of one item.
 _Place = tuple[Any, ...]
-_PLACES: dict[str, _Place] = {}  # the place of each key seen lately
-_SLOTS: dict[tuple[str, int], tuple[str, int]] = {}  # each slot seen lately, as the one object for it
 _NO_SLOT = object()
 # A NamedTuple made from its values in C: its own __new__ is a Python function, called for every
 # span (AttributeGroups) and every document (Document)
 _tuple_new = tuple.__new__
 
 
-def _place(key: str) -> _Place:
+def _place(key: str, cache: IngestCache) -> _Place:
     """Where ``key`` goes, by the rules of :func:`_indexed` and :func:`_flat_metadata`; the index
-    is -1 for digits that ``int`` refuses (``"²"``), where the scan raises."""
+    is -1 for digits that ``int`` refuses (``"²"``), where the scan raises. Kept in ``cache``."""
+    slots = cache.slots
     place: _Place = ()
     if key.startswith(_FLAT_METADATA):
         place = (None, key[len(_FLAT_METADATA):])
@@ -121,22 +120,25 @@ def _place(key: str) -> _Place:
         if found is not None:
             digits, field = found
             slot = (prefix, int(digits) if digits.isdecimal() else -1)
-            place = (_SLOTS.get(slot) or remember(_SLOTS, slot, slot), field)
-    return remember(_PLACES, key, place)
+            place = (slots.get(slot) or remember(slots, slot, slot), field)
+    return remember(cache.places, key, place)
 
 
-def attribute_groups(attributes: Mapping[str, Any]) -> AttributeGroups | None:
+def attribute_groups(attributes: Mapping[str, Any], cache: IngestCache | None = None) -> AttributeGroups | None:
     """The :class:`AttributeGroups` of a span's attributes; None when a list index is digits
-    that ``int`` refuses: then the readers scan, and raise where the scan raises."""
+    that ``int`` refuses: then the readers scan, and raise where the scan raises. ``cache``: the
+    ingest's memos (the keys' places are remembered there; a fresh one when not given)."""
+    if cache is None:
+        cache = IngestCache()
     lists: dict[str, dict[int, dict[str, Any]]] = {}
     flat: list[tuple[str, Any]] = []
-    places = _PLACES
+    places = cache.places
     last: object = _NO_SLOT  # the slot of the item filled last: an item's keys come one after another
     item: dict[str, Any] = {}
     for key, value in attributes.items():
         place = places.get(key)
         if place is None:
-            place = _place(key)
+            place = _place(key, cache)
         if not place:
             continue
         slot, field = place
@@ -181,41 +183,39 @@ def _output_ids(span: Span) -> list[str] | None:
     return [str(i) for i in ids] if all(isinstance(i, (str, int)) and i != "" for i in ids) else None
 
 
-# Decoded ``document.metadata`` JSON texts with only scalar values, by text: a corpus's chunks come
-# back request after request, each with the same metadata text.
-_METADATA: dict[str, dict[str, Any]] = {}
-
-
-def _metadata_object(value: Any) -> dict[str, Any]:
-    """A document's metadata as a new dict: the object, or the JSON object in a string; {} otherwise."""
+def _metadata_object(value: Any, memo: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A document's metadata as a new dict: the object, or the JSON object in a string; {} otherwise.
+    ``memo`` keeps decoded texts with only scalar values: a corpus's chunks come back request
+    after request, each with the same metadata text."""
     if type(value) is str:
-        known = _METADATA.get(value)
+        known = memo.get(value)
         if known is not None:
             return dict(known)
     decoded = value if isinstance(value, dict) else json_or_none(value)
     if not isinstance(decoded, dict):
         return {}
     if type(value) is str and not any(type(v) is dict or type(v) is list for v in decoded.values()):
-        remember(_METADATA, value, decoded)  # scalars only: the copy handed out shares nothing mutable
+        remember(memo, value, decoded)  # scalars only: the copy handed out shares nothing mutable
     return dict(decoded)
 
 
 _DOCUMENT_FIELDS = frozenset({"document.id", "document.score", "document.content", "document.metadata"})
 
 
-def documents(span: Span, prefix: str = "retrieval.documents",
-              groups: AttributeGroups | None = None) -> list[Document] | None:
+def documents(span: Span, prefix: str = "retrieval.documents", groups: AttributeGroups | None = None,
+              cache: IngestCache | None = None) -> list[Document] | None:
     """The span's documents under ``prefix`` in rank order; None when it lists none. ``groups``:
-    the span's :func:`attribute_groups`, when read."""
+    the span's :func:`attribute_groups`, when read; ``cache``: the ingest's memos."""
     items = _items(span, prefix, groups)
     if not items:
         return None
+    memo = (cache or IngestCache()).metadata
     docs = []
     for index in sorted(items):
         item = items[index]
         raw_id = item.get("document.id")
         score = item.get("document.score")
-        meta = _metadata_object(item.get("document.metadata"))
+        meta = _metadata_object(item.get("document.metadata"), memo)
         if not _DOCUMENT_FIELDS.issuperset(item):
             for key, value in item.items():  # Phoenix flattens the object: document.metadata.<key>
                 if key.startswith("document.metadata."):

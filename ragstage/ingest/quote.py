@@ -12,11 +12,11 @@ saying which, is an error: a label must point at one place.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from .spans import SpanError
 
-__all__ = ["quote_span", "quote_label"]
+__all__ = ["quote_span", "quote_label", "quoted_ids"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -83,3 +83,13 @@ def quote_label(query_id: str, query: str, documents: Mapping[str, str], doc_id:
                             field="reference")
         label["reference"] = reference
     return label
+
+
+def quoted_ids(quotes: Iterable[str], contents: Mapping[str, str]) -> list[str]:
+    """The ids of the chunks (``id -> normalised content``) that hold one of the quoted sentences,
+    whitespace aside, in the chunks' order: gold found in the text itself, for chunks that carry
+    no document or offsets to locate them by."""
+    from .recover import normalise
+
+    wanted = [normalise(q) for q in quotes]
+    return [cid for cid, text in contents.items() if any(q and q in text for q in wanted)]

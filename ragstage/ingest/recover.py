@@ -11,9 +11,10 @@ silently counted either way.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Mapping, NamedTuple
 
-__all__ = ["normalise", "Recovery", "recover_prompt_ids", "MIN_FRAGMENT"]
+__all__ = ["normalise", "unescaped", "Recovery", "recover_prompt_ids", "MIN_FRAGMENT"]
 
 _MASK = "\x00"
 #: The shortest beginning or end of a passage taken as a sign that it was cut (characters,
@@ -25,6 +26,20 @@ _OPENING = 32  # characters of a candidate looked for before the whole of it
 def normalise(text: str) -> str:
     """Whitespace runs to one space, ends stripped: templates re-wrap and re-indent text."""
     return " ".join(text.split())
+
+
+_ESCAPE = re.compile(r"\\([nrt'\"\\])")
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "'": "'", '"': '"', "\\": "\\"}
+
+
+def unescaped(text: str) -> str | None:
+    """``text`` with Python's string escapes undone (``\\n`` to a line break), when it has an escaped
+    line break; else None. A template given a list of chunks renders the list's Python form
+    (LlamaIndex's ``simple_summarize``): a chunk of several lines is there with its breaks
+    escaped, and found whole only in the text unescaped."""
+    if "\\n" not in text:
+        return None
+    return _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text)
 
 
 class Recovery(NamedTuple):

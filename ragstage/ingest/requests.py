@@ -11,16 +11,21 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   retrievers and returns fewer documents than they found (a compression retriever), and
   LlamaIndex node postprocessors (``*._postprocess_nodes`` CHAIN spans). The last to finish
   gives ``reranked``.
-* **generation**: every LLM span's input counts as prompt text (a refine-style synthesis
-  spreads the context over several calls); the LLM span that finishes last gives the answer
-  and the model. An LLM span that only renders a template (Haystack's ``PromptBuilder``) is
+* **generation**: every answering LLM span's input counts as prompt text (a refine-style
+  synthesis spreads the context over several calls); the one that finishes last gives the
+  answer and the model. A model call inside a retriever or a ranking step (an LLM reranker's)
+  belongs to that step, and an LLM span wrapping another (LlamaIndex's ``predict`` around
+  ``complete``) is not the call itself: neither is the answering model. A prompt that renders
+  its chunks as a Python list (escaped line breaks) is also read unescaped. An LLM span that
+  only renders a template (Haystack's ``PromptBuilder``) is
   prompt assembly, not a model call: the prompt is what the model received.
 * **errors**: the first span to finish with status ERROR sets the trace's ``error``, at the
   stage of its kind (``pipeline`` when only a chain span recorded it); a pasted traceback is
   cut to its exception line.
 * **completeness**: a parent span missing from the export, no root span, or an LLM span with
-  no retriever span makes the request *incomplete* (an export cut by a limit, or a run still
-  in flight): it is reported, never turned into a trace with an empty stage.
+  no retriever span makes the request *incomplete* (a parent span not in the export: an export
+  cut by a limit, a run still in flight, or an instrumentor that did not export it): it is
+  reported, never turned into a trace with an empty stage.
 * **robustness**: exact copies of a span are read once; two different spans with one id, or
   a parent chain that loops, are errors. The tree is walked in linear time.
 """
@@ -35,10 +40,14 @@ from datetime import datetime, timezone
 from operator import attrgetter
 from typing import Any, Iterable, Iterator, Mapping
 
+from . import frameworks as fw
 from . import openinference as oi
-from .memo import MEMO_SIZE, remember
-from .recover import normalise
-from .spans import Span, SpanError
+from .memo import MEMO_SIZE, IngestCache, remember
+from .recover import normalise, unescaped
+from .spans import Span
+from .stages import answering as answering_spans
+from .stages import retrieval, text_ranking
+from .tree import SpanTree
 
 __all__ = ["Request", "Candidate", "group_requests", "read_request", "STAGE_OF_KIND"]
 
@@ -46,6 +55,7 @@ STAGE_OF_KIND = {"RETRIEVER": "retrieval", "EMBEDDING": "retrieval", "RERANKER":
                  "LLM": "generation", "PROMPT": "prompt_assembly"}
 _QUERY_KEYS = ("query", "question", "input", "user_input", "query_str")
 _start_end = attrgetter("start_ns", "end_ns")  # spans in the order they ran
+_POSTPROCESSORS, _TEXT_RANKERS = fw.POSTPROCESSOR_SUFFIXES, fw.TEXT_RANKER_SUFFIXES  # CHAIN span names of a step
 
 
 @dataclass
@@ -59,9 +69,9 @@ class Candidate:
     metadata: dict[str, Any] = field(default_factory=dict)
     normalised: str | None = field(default=None, repr=False, compare=False)
 
-    def normalised_content(self) -> str:
+    def normalised_content(self, memo: dict[str, tuple[str, str]] | None = None) -> str:
         if self.normalised is None:
-            self.normalised = _passage(self.content)[0]
+            self.normalised = _passage(self.content, {} if memo is None else memo)[0]
         return self.normalised
 
 
@@ -84,6 +94,8 @@ class Request:
     notes: dict[str, Any] = field(default_factory=dict)
     stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
     incomplete: list[str] = field(default_factory=list)  # why the spans cannot stand for the request
+    # the ingest's memo of passages' normalised texts (prompt recovery normalises each candidate once)
+    passages: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_request(self) -> bool:
@@ -106,29 +118,23 @@ def group_requests(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 def content_id(content: str) -> str:
     """A stable id for a passage that came without one: a digest of its normalised text."""
-    return _passage(content)[1]
+    return _passage(content, {})[1]
 
 
-_PASSAGES: dict[str, tuple[str, str]] = {}  # content -> (normalised, id), for the passages seen lately
-
-
-def _passage(content: str) -> tuple[str, str]:
+def _passage(content: str, memo: dict[str, tuple[str, str]]) -> tuple[str, str]:
     """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
     same chunks come back request after request (a document that answers many questions is
     retrieved for each), and looking a passage up costs less than normalising and hashing it
     (a memo of half the usual size: passages are long)."""
-    known = _PASSAGES.get(content)
+    known = memo.get(content)
     if known is None:
         norm = normalise(content)
-        known = remember(_PASSAGES, content, (norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]),
+        known = remember(memo, content, (norm, "h:" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]),
                          MEMO_SIZE // 2)
     return known
 
 
-_SECONDS: dict[int, str] = {}  # Unix second -> its ISO text without offset, for the seconds seen lately
-
-
-def _iso(ns: int) -> str | None:
+def _iso(ns: int, memo: dict[int, str] | None = None) -> str | None:
     """``datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)`` as ISO text to the millisecond, with Z.
 
     The float's microseconds are rounded half to even as ``fromtimestamp`` rounds them, and a
@@ -143,9 +149,10 @@ def _iso(ns: int) -> str | None:
         us -= 1_000_000
         whole += 1.0
     second = int(whole)
-    text = _SECONDS.get(second)
+    memo = {} if memo is None else memo
+    text = memo.get(second)
     if text is None:  # the text without +00:00
-        text = remember(_SECONDS, second, datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6])
+        text = remember(memo, second, datetime.fromtimestamp(second, tz=timezone.utc).isoformat()[:-6])
     return f"{text}.{us // 1000:03d}Z"
 
 
@@ -162,141 +169,6 @@ def _query_from(value: Any) -> str:
                     return item[key]
             stack.extend(v for v in item.values() if isinstance(v, dict))
     return ""
-
-
-class _Tree:
-    """One request's spans as a tree, checked: unique span ids, no parent loops.
-
-    Exact copies of a span (an export pulled twice) are kept once and counted; two different
-    spans with one id, or a parent chain that loops, are errors naming the spans: either
-    would silently drop or double stages.
-    """
-
-    def __init__(self, trace_id: str, spans: list[Span]) -> None:
-        self.by_id: dict[str, Span] = {}
-        self.copies = 0
-        for s in spans:
-            seen = self.by_id.get(s.span_id)
-            if seen is None:
-                self.by_id[s.span_id] = s
-            elif seen == s:
-                self.copies += 1
-            else:
-                raise SpanError(f"trace {trace_id}: two different spans share span id {s.span_id} "
-                                f"({seen.name!r} and {s.name!r})", field="span_id")
-        self.spans = list(self.by_id.values())
-        self.missing_parents = sorted({s.parent_id for s in self.spans
-                                       if s.parent_id is not None and s.parent_id not in self.by_id})
-        self.roots = [s for s in self.spans if s.parent_id is None]
-        self._check_loops(trace_id)
-
-    def _check_loops(self, trace_id: str) -> None:
-        """Every span must reach a root or a missing parent by following parents: one pass."""
-        state: dict[str, int] = {}  # 1: on the current path, 2: known to end
-        by_id = self.by_id
-        for start in self.spans:
-            path = []
-            span: Span | None = start
-            while span is not None:
-                sid = span.span_id
-                seen = state.get(sid)
-                if seen == 2:
-                    break
-                if seen == 1:
-                    loop = path[path.index(sid):]
-                    raise SpanError(f"trace {trace_id}: the parent chain loops through span(s) "
-                                    f"{', '.join(loop[:4])}", field="parent_id")
-                state[sid] = 1
-                path.append(sid)
-                span = by_id.get(span.parent_id) if span.parent_id is not None else None
-            for sid in path:
-                state[sid] = 2
-
-    def ancestors(self, span: Span) -> Iterator[Span]:
-        while span.parent_id is not None and span.parent_id in self.by_id:
-            span = self.by_id[span.parent_id]
-            yield span
-
-    def marked_above(self, marked: set[str]) -> set[str]:
-        """Ids of the spans with a marked span below them (linear: each span is visited once)."""
-        out: set[str] = set()
-        for sid in marked:
-            for a in self.ancestors(self.by_id[sid]):
-                if a.span_id in out:
-                    break
-                out.add(a.span_id)
-        return out
-
-    def marked_below(self, marked: set[str], among: list[Span]) -> set[str]:
-        """Ids of the spans of ``among`` with a marked span above them."""
-        memo: dict[str, bool] = {}
-
-        def above(span: Span) -> bool:
-            chain = []
-            result = False
-            for a in self.ancestors(span):
-                if a.span_id in memo:
-                    result = memo[a.span_id]
-                    break
-                chain.append(a.span_id)
-                if a.span_id in marked:
-                    result = True
-                    break
-            for sid in chain:
-                memo.setdefault(sid, result or sid in marked)
-            return result
-
-        return {s.span_id for s in among if above(s)}
-
-
-def _merge(lists: list[list[tuple[str, float | None]]]) -> list[tuple[str, float | None]]:
-    seen: dict[str, float | None] = {}
-    for ranked in lists:
-        for cid, score in ranked:
-            seen.setdefault(cid, score)
-    return list(seen.items())
-
-
-def _retrieval(req: Request, tree: _Tree, retrievers: list[Span],
-               lists: dict[str, list[tuple[str, float | None]] | None]
-               ) -> list[tuple[Span, list[tuple[str, float | None]]]]:
-    """Fill ``req.retrieved`` from each span's ``(id, score)`` list (None: it lists no documents);
-    returns the wrapping retriever spans that cut (a reranking stage)."""
-    if len(retrievers) == 1:  # one retriever span (the usual case): it is the leaf, whatever it lists
-        (only,) = retrievers
-        req.retrieved = _merge([lists[only.span_id] or []])
-        req.notes["retrieval"] = f"one retriever span '{only.name}'"
-        return []
-    listed = {s.span_id for s in retrievers if lists[s.span_id] is not None}
-    wraps_listed = tree.marked_above(listed)
-    under_listed = tree.marked_below(listed, retrievers)
-    leaves = [s for s in retrievers
-              if s.span_id not in wraps_listed and (s.span_id in listed or s.span_id not in under_listed)]
-    leaves.sort(key=_start_end)
-    leaf_ids = {s.span_id for s in leaves}
-    ranked = {s.span_id: lists[s.span_id] or [] for s in retrievers}
-    union = _merge([ranked[s.span_id] for s in leaves])
-    cuts = []
-    wrappers = [s for s in retrievers if s.span_id in listed and s.span_id not in leaf_ids]
-    fused_by = None
-    for w in sorted(wrappers, key=lambda s: s.end_ns):
-        if {c for c, _ in ranked[w.span_id]} == {c for c, _ in union} and fused_by is None:
-            fused_by = w
-        else:
-            cuts.append((w, ranked[w.span_id]))
-    names = [s.name for s in leaves]
-    if fused_by is not None and len(leaves) > 1:
-        req.retrieved = ranked[fused_by.span_id]
-        req.notes["retrieval"] = f"{len(leaves)} retriever spans {names}, fused by '{fused_by.name}' (its order)"
-    elif len(leaves) > 1:
-        req.retrieved = union
-        req.notes["retrieval"] = (f"{len(leaves)} retriever spans {names}, merged as their union in the order "
-                                  "they ran (first occurrence kept; scores are each retriever's own)")
-    else:
-        req.retrieved = union
-        if leaves:
-            req.notes["retrieval"] = f"one retriever span '{leaves[0].name}'"
-    return cuts
 
 
 def is_prompt_builder(span: Span) -> bool:
@@ -319,7 +191,7 @@ def _error_detail(text: str) -> str:
     return lines[0]
 
 
-def _error(req: Request, tree: _Tree) -> None:
+def _error(req: Request, tree: SpanTree) -> None:
     failed = [s for s in tree.spans if s.error is not None]
     if not failed:
         return
@@ -337,7 +209,7 @@ def _error(req: Request, tree: _Tree) -> None:
     req.error = {"stage": stage, "message": ": ".join([first.name, *([detail] if detail else [])])}
 
 
-def _incomplete(req: Request, tree: _Tree, retrievers: list[Span], llms: list[Span]) -> None:
+def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list[Span]) -> None:
     """Why this request's spans cannot stand for the whole request, if they cannot."""
     reasons = []
     if tree.missing_parents:
@@ -349,21 +221,25 @@ def _incomplete(req: Request, tree: _Tree, retrievers: list[Span], llms: list[Sp
     req.incomplete = reasons
 
 
-def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> Request:
-    """Read one request's spans (see the module docstring for the rules)."""
-    req = Request(trace_id=trace_id)
-    tree = _Tree(trace_id, spans)
+def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
+                 cache: IngestCache | None = None) -> Request:
+    """Read one request's spans (see the module docstring for the rules); ``cache``: the memos of
+    the ingest it belongs to (a fresh one when not given)."""
+    cache = IngestCache() if cache is None else cache
+    req = Request(trace_id=trace_id, passages=cache.passages)
+    tree = SpanTree(trace_id, spans)
     spans = tree.spans
     if tree.copies:
         req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
     ordered = sorted(spans, key=_start_end)
     groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
     for s in ordered:  # the root's metadata first, then the rest
-        groups[s.span_id] = read = oi.attribute_groups(s.attributes)
+        groups[s.span_id] = read = oi.attribute_groups(s.attributes, cache)
         if read is None or read.metadata or "metadata" in s.attributes:  # else it has none
             for k, v in oi.metadata(s, read).items():
                 req.metadata.setdefault(k, v)
     retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
+    text_rankers: list[tuple[Span, list[str]]] = []  # CHAIN spans returning passages' texts (DSPy)
     for s in ordered:  # each span's part, in the order they started
         kind = s.kind
         if kind == "RETRIEVER":
@@ -372,14 +248,19 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             rerank_spans.append(s)
         elif kind == "LLM":
             (builders if is_prompt_builder(s) else llms).append(s)
-        elif kind == "CHAIN" and s.name.endswith("_postprocess_nodes"):
-            postprocessors.append(s)
+        elif kind == "CHAIN":
+            name = s.name
+            if name.endswith(_POSTPROCESSORS):
+                postprocessors.append(s)
+            elif name.endswith(_TEXT_RANKERS) and (texts := fw.ranked_texts(s)) is not None:
+                text_rankers.append((s, texts))
     req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
-    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id]) for s in retrievers}
+    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in retrievers}
     for s in rerank_spans:
-        docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id])
-        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id])
+        docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id], cache)
+        docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id], cache)
     lists: dict[str, list[tuple[str, float | None]] | None] = {}  # span key -> (id, score) of its documents
+    passages = cache.passages
     for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
         if listing is None:
             lists[key] = None
@@ -388,7 +269,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         for d in listing:
             cid, norm = d.id, None
             if cid is None:
-                norm, cid = _passage(d.content)
+                norm, cid = _passage(d.content, passages)
             pairs.append((cid, d.score))
             cand = req.candidates.get(cid)
             if cand is None:  # first seen: what this document gives, as the updates below would set it
@@ -399,33 +280,40 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
         lists[key] = pairs
-    stages: list[tuple[Span, list[tuple[str, float | None]]]] = _retrieval(req, tree, retrievers, lists)
+    stages: list[tuple[Span, list[tuple[str, float | None]]]] = retrieval(req, tree, retrievers, lists)
     stages += [(s, list(lists[s.span_id] or ())) for s in rerank_spans]
     for s in postprocessors:
         ids = oi.postprocessor_ids(s)
         if ids is not None:
             scores = dict(req.retrieved)
             stages.append((s, [(i, scores.get(i)) for i in ids]))
+    stages += text_ranking(req, tree, retrievers, text_rankers)
     if stages:
         last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    for s in llms:  # the prompt is what the model received, not what a template was given
+    ranking = rerank_spans + postprocessors + [s for s, _ in text_rankers]
+    answering = answering_spans(req, tree, llms, retrievers + ranking)
+    for s in answering:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s, groups[s.span_id])
         if text:
             req.prompt_texts.append(text)
+            plain = unescaped(text)  # chunks rendered as a Python list: their line breaks escaped
+            if plain is not None:
+                req.prompt_texts.append(plain)
     if not req.prompt_texts:  # no model call logged its input: the rendered prompt, if a builder logged it
         req.prompt_texts = [t for s in builders if (t := oi.answer_text(s, groups[s.span_id]))]
     if builders:
         req.notes["prompt"] = (f"{len(builders)} prompt-builder span(s) {[s.name for s in builders][:3]} read as "
                                "prompt assembly, not as a model call")
-    answers = [(s, answer) for s in llms if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
+    answers = [(s, answer) for s in answering if (answer := oi.answer_text(s, groups[s.span_id])) is not None]
     if answers:
-        last, req.answer = max(answers, key=lambda pair: pair[0].end_ns)
+        last, answer = max(answers, key=lambda pair: pair[0].end_ns)
+        req.answer = fw.field_answer(answer)  # DSPy's [[ ## answer ## ]] field, not the whole output
         req.model = (last.attributes.get("llm.model_name")
                      or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
-        req.notes["answer"] = f"'{last.name}', the last of {len(llms)} LLM span(s) to finish"
+        req.notes["answer"] = f"'{last.name}', the last of {len(answering)} LLM span(s) to finish"
     if isinstance(req.metadata.get(query_key), str):
         req.query = req.metadata[query_key]
     else:
@@ -439,7 +327,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query") -> 
         version = next((s.attributes["llm.prompt_template.version"] for s in ordered
                         if "llm.prompt_template.version" in s.attributes), None)
     req.prompt_version = None if version is None else str(version)
-    req.timestamp = _iso(ordered[0].start_ns if ordered else 0)  # the earliest start
+    req.timestamp = _iso(ordered[0].start_ns if ordered else 0, cache.seconds)  # the earliest start
     _error(req, tree)
     _incomplete(req, tree, retrievers, llms + builders)
     return req
@@ -455,6 +343,6 @@ def candidate_contents(req: Request, normalised: bool = False) -> Mapping[str, s
     """``id -> content`` of every candidate with content (what prompt recovery searches for);
     ``normalised=True``: each content :func:`~.recover.normalise`'d."""
     if normalised:  # a candidate's normalised text is usually there already (its id was made from it)
-        return {cid: c.normalised if c.normalised is not None else c.normalised_content()
+        return {cid: c.normalised if c.normalised is not None else c.normalised_content(req.passages)
                 for cid, c in req.candidates.items() if c.content}
     return {cid: c.content for cid, c in req.candidates.items() if c.content}
