@@ -1,4 +1,5 @@
-"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``run``, ``ingest`` and ``doctor``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``run``, ``ingest``, ``doctor``
+and ``annotate``.
 
 A user's mistake (a bad file, a missing question, a wrong option) ends with exit code 2
 and one line naming the file, the line and the field: never a traceback. ``compare --gate``
@@ -159,7 +160,7 @@ def _count(text: str) -> int:
 
 #: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
 _LIGHT = ("attribute", "compare", "report", "convert")
-_HEAVY = ("run", "ingest", "doctor")
+_HEAVY = ("run", "ingest", "doctor", "annotate")
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
@@ -228,6 +229,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     add_ingest_parser(sub)
     add_doctor_parser(sub)
+    from .annotate.cli import add_annotate_parser
+
+    add_annotate_parser(sub)
     return parser
 
 
