@@ -224,3 +224,15 @@ def test_cli_bad_traces_file_exits_2_naming_the_line(tmp_path):
     run = _cli("phoenix", path, "--url", "http://127.0.0.1:9", "--project", "p")
     assert run.returncode == 2 and str(path) in run.stderr and "line 2" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_cli_names_a_missing_client_library(tmp_path):
+    """With ``mlflow`` hidden from the import system, the command says what to install (exit 2)."""
+    path = tmp_path / "traces.jsonl"
+    write_traces(path, [_trace("q", ["g"], None, ["g"])])
+    argv = ["ragstage", "annotate", "mlflow", str(path), "--tracking-uri", "sqlite:///x.db"]
+    hide = (f"import sys, runpy; sys.modules['mlflow'] = None; sys.argv = {argv!r}; "
+            "runpy.run_module('ragstage.cli', run_name='__main__')")
+    run = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "needs mlflow" in run.stderr and "Traceback" not in run.stderr

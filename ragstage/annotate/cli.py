@@ -23,7 +23,18 @@ def _finish(outcome: Outcome) -> int:
     return 0 if outcome.complete else 1
 
 
+def _needs(module: str, distribution: str) -> None:
+    """A missing client library is the user's to install: one line and exit 2, not a traceback."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"this command needs {distribution} ({exc}): pip install 'ragstage[exports]'") from None
+
+
 def _phoenix(args: argparse.Namespace) -> int:
+    _needs("phoenix.client", "arize-phoenix-client")
     from phoenix.client import Client
 
     from .phoenix import annotate_phoenix
@@ -35,6 +46,7 @@ def _phoenix(args: argparse.Namespace) -> int:
 
 
 def _mlflow(args: argparse.Namespace) -> int:
+    _needs("mlflow", "mlflow")
     from .mlflow import annotate_mlflow
 
     traces = list(read_any(args.traces))
