@@ -18,8 +18,7 @@ from typing import Any, Iterable
 
 from ..ingest.build import load_spans
 from ..trace import Trace
-from .outcome import Outcome, retry
-from .phoenix import _why
+from .outcome import Outcome, retry, why
 from .plan import GOLD_NAME, NAME, SOURCE_ID, Note, plan
 from .targets import Targets, match
 
@@ -80,7 +79,7 @@ def annotate_mlflow(traces: Iterable[Trace], client: Any = None, *, tracking_uri
             if _unknown(exc):
                 outcome.unknown.append(note.query_id)
             else:
-                outcome.failed[note.query_id] = _why(exc)
+                outcome.failed[note.query_id] = why(exc)
             continue
         targets = match(note, list(load_spans([trace]))) if trace is not None else None
         if targets is None:
@@ -99,7 +98,7 @@ def annotate_mlflow(traces: Iterable[Trace], client: Any = None, *, tracking_uri
             for aid in earlier:
                 retry(client.delete_assessment, tid, aid, attempts=attempts, pause=pause)
         except Exception as exc:  # noqa: BLE001 - counted as not written, with why
-            outcome.failed[note.query_id] = _why(exc)
+            outcome.failed[note.query_id] = why(exc)
             continue
         outcome.written.append(note.query_id)
     return outcome

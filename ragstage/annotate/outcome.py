@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-__all__ = ["Outcome", "retry", "transient"]
+__all__ = ["Outcome", "retry", "transient", "why"]
 
 T = TypeVar("T")
 
@@ -27,6 +27,11 @@ def transient(exc: BaseException) -> bool:
     name = type(exc).__name__  # httpx's and requests' transport errors, without importing either
     return name in {"ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "ReadTimeout", "WriteTimeout",
                     "ConnectTimeout", "PoolTimeout", "ConnectionError", "Timeout"}
+
+
+def why(exc: BaseException) -> str:
+    """An error on one line, its type first, cut at 300 characters (a server may send a page)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
 def retry(call: Callable[..., T], *args: Any, attempts: int = 3, pause: float = 0.5,
@@ -72,8 +77,8 @@ class Outcome:
             parts.append(f"{len(self.unknown)} trace(s) not written: the server has no trace with their id, "
                          f"e.g. {self.unknown[0]!r}")
         if self.failed:
-            qid, why = next(iter(self.failed.items()))
-            parts.append(f"{len(self.failed)} trace(s) not written after retries, e.g. {qid!r}: {why}")
+            qid, error = next(iter(self.failed.items()))
+            parts.append(f"{len(self.failed)} trace(s) not written after retries, e.g. {qid!r}: {error}")
         not_written = len(self.refused) + len(self.unknown) + len(self.failed)
         parts.append(f"{len(self.written)} written, {not_written} not written" if not self.dry_run
                      else f"{len(self.written)} to write, {not_written} that could not be")

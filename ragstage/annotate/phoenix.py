@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from ..ingest.build import load_spans
 from ..trace import Trace
-from .outcome import Outcome, retry
+from .outcome import Outcome, retry, why
 from .plan import NAME, SOURCE_ID, Note, plan
 from .targets import Targets, match
 
@@ -78,10 +78,6 @@ def _drop_stale(client: Any, project: str, span_ids: list[str], kept: set[str]) 
             raise RuntimeError(f"Phoenix refused to delete stale annotations: {errors[0].get('message')}")
 
 
-def _why(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-
-
 def annotate_phoenix(client: Any, traces: Iterable[Trace], project: str, *, dry_run: bool = False,
                      require: str = "any", attempts: int = 3, pause: float = 0.5) -> Outcome:
     """Write each trace's diagnosis into ``project`` through a ``phoenix.client.Client``.
@@ -98,7 +94,7 @@ def annotate_phoenix(client: Any, traces: Iterable[Trace], project: str, *, dry_
             raw = retry(client.spans.get_spans, project_identifier=project, trace_ids=[note.trace_id],
                         limit=1_000_000, attempts=attempts, pause=pause)
         except Exception as exc:  # noqa: BLE001 - counted as not written, with why
-            outcome.failed[note.query_id] = _why(exc)
+            outcome.failed[note.query_id] = why(exc)
             continue
         spans = list(load_spans(raw)) if raw else []
         targets = match(note, spans)
@@ -113,7 +109,7 @@ def annotate_phoenix(client: Any, traces: Iterable[Trace], project: str, *, dry_
                 retry(_write, client, span_rows, doc_rows, attempts=attempts, pause=pause)
                 retry(_drop_stale, client, project, [s.span_id for s in spans], kept, attempts=attempts, pause=pause)
             except Exception as exc:  # noqa: BLE001 - counted as not written, with why
-                outcome.failed[note.query_id] = _why(exc)
+                outcome.failed[note.query_id] = why(exc)
                 continue
         outcome.written.append(note.query_id)
     return outcome
