@@ -299,6 +299,26 @@ def test_a_changed_diagnosis_moves_the_losing_stage_annotation(phoenix, tmp_path
         assert annotate_phoenix(phoenix.client, traces[i:i + 1], PROJECT).complete
 
 
+def test_a_changed_gold_moves_the_document_annotations(phoenix):
+    """The gold of the request answered right moved to another passage of its retriever's list:
+    the document annotation at the old position goes, one at the new position comes."""
+    traces = list(read_traces(phoenix.traces_path))
+    i = next(i for i, t in enumerate(traces) if t.query_id == "correct")
+    tid = traces[i].meta["ingest"]["trace_id"]
+    bm25 = next(s for s in _by_trace(phoenix)[tid] if s["name"] == "BM25Retriever")
+    ids = _chunk_ids(bm25["attributes"])
+    old = sorted(d["documentPosition"] for d in phoenix.documents(bm25["id"]))
+    assert old == [k for k, cid in enumerate(ids) if cid in traces[i].gold] and len(ids) > len(old)
+    new = next(k for k in range(len(ids)) if k not in old)
+    changed = Trace.from_row({**traces[i].to_dict(), "gold": [ids[new]]})
+    try:
+        assert annotate_phoenix(phoenix.client, [changed], PROJECT).complete
+        assert [d["documentPosition"] for d in phoenix.documents(bm25["id"])] == [new]
+    finally:
+        assert annotate_phoenix(phoenix.client, traces[i:i + 1], PROJECT).complete
+    assert sorted(d["documentPosition"] for d in phoenix.documents(bm25["id"])) == old
+
+
 def test_traces_without_a_source_id_are_refused_and_unknown_ids_counted(phoenix, tmp_path):
     traces = list(read_traces(phoenix.traces_path))
     bare = [Trace.from_row({**t.to_dict(), "meta": {}}) for t in traces[:2]]

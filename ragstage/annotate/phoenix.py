@@ -10,8 +10,9 @@ reranker's list that held a gold document (``log_document_annotations_dataframe`
 Span annotations carry the identifier ``ragstage``: Phoenix keys them by (name, span,
 identifier), so a re-run updates them in place, and a ``ragstage`` span annotation of ours left
 on a span that no longer lost the evidence is deleted (GraphQL ``deleteSpanAnnotations``, by
-id). Document annotations are keyed by (name, span, position); Phoenix accepts no identifier
-on them, so a re-run updates the positions it writes.
+id). Document annotations are keyed by (name, span, position) and take no identifier: a re-run
+updates the positions it writes and deletes our ``CODE`` ones at positions that no longer hold
+gold (GraphQL ``deleteDocumentAnnotations``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ __all__ = ["annotate_phoenix", "phoenix_rows"]
 
 _DELETE = ("mutation($ids: [ID!]!) { deleteSpanAnnotations(input: {annotationIds: $ids}) "
            "{ spanAnnotations { id } } }")
+_DOCUMENTS = ("query($id: ID!) { node(id: $id) { ... on Span { documentEvaluations "
+              "{ id name annotatorKind documentPosition } } } }")
+_DELETE_DOCUMENTS = ("mutation($ids: [ID!]!) { deleteDocumentAnnotations(input: {annotationIds: $ids}) "
+                     "{ query { __typename } } }")
 
 
 def phoenix_rows(note: Note, targets: Targets) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -65,17 +70,34 @@ def _write(client: Any, span_rows: list[dict], doc_rows: list[dict]) -> None:
                                                         annotator_kind="CODE", sync=True)
 
 
-def _drop_stale(client: Any, project: str, span_ids: list[str], kept: set[str]) -> None:
-    """Delete ragstage's own span annotations on this trace's spans that this run did not write."""
-    found = client.spans.get_span_annotations(span_ids=span_ids, project_identifier=project,
-                                              include_annotation_names=[NAME])
+def _graphql(client: Any, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    reply = client._client.post("graphql", json={"query": query, "variables": variables})
+    reply.raise_for_status()
+    body = reply.json()
+    if body.get("errors"):
+        raise RuntimeError(f"Phoenix GraphQL refused: {body['errors'][0].get('message')}")
+    return body["data"]
+
+
+def _drop_stale(client: Any, project: str, raw: list[dict], kept: set[str], kept_docs: set[tuple[str, int]]) -> None:
+    """Delete ragstage's own annotations on this trace's spans that this run did not write: span
+    annotations with our identifier on other spans, and our CODE document annotations at other
+    positions (read per ranked span through GraphQL: the REST API lists no document annotations)."""
+    found = client.spans.get_span_annotations(span_ids=[r["context"]["span_id"] for r in raw],
+                                              project_identifier=project, include_annotation_names=[NAME])
     stale = [a["id"] for a in found if a.get("identifier") == SOURCE_ID and a["span_id"] not in kept]
     if stale:
-        reply = client._client.post("graphql", json={"query": _DELETE, "variables": {"ids": stale}})
-        reply.raise_for_status()
-        errors = reply.json().get("errors")
-        if errors:
-            raise RuntimeError(f"Phoenix refused to delete stale annotations: {errors[0].get('message')}")
+        _graphql(client, _DELETE, {"ids": stale})
+    stale_docs = []
+    for r in raw:
+        if r.get("span_kind") not in ("RETRIEVER", "RERANKER") or not r.get("id"):
+            continue
+        node = _graphql(client, _DOCUMENTS, {"id": r["id"]}).get("node") or {}
+        stale_docs += [d["id"] for d in node.get("documentEvaluations", ())
+                       if d["name"] == NAME and d["annotatorKind"] == "CODE"
+                       and (r["context"]["span_id"], d["documentPosition"]) not in kept_docs]
+    if stale_docs:
+        _graphql(client, _DELETE_DOCUMENTS, {"ids": stale_docs})
 
 
 def annotate_phoenix(client: Any, traces: Iterable[Trace], project: str, *, dry_run: bool = False,
@@ -105,9 +127,10 @@ def annotate_phoenix(client: Any, traces: Iterable[Trace], project: str, *, dry_
         outcome.lines.append(_describe(note, targets, span_rows, doc_rows))
         if not dry_run:
             kept = {r["span_id"] for r in span_rows}
+            kept_docs = {(r["span_id"], r["document_position"]) for r in doc_rows}
             try:
                 retry(_write, client, span_rows, doc_rows, attempts=attempts, pause=pause)
-                retry(_drop_stale, client, project, [s.span_id for s in spans], kept, attempts=attempts, pause=pause)
+                retry(_drop_stale, client, project, raw, kept, kept_docs, attempts=attempts, pause=pause)
             except Exception as exc:  # noqa: BLE001 - counted as not written, with why
                 outcome.failed[note.query_id] = why(exc)
                 continue
