@@ -1,5 +1,5 @@
-"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``
-and ``doctor``.
+"""The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``,
+``doctor`` and ``annotate``.
 
 Exit codes (docs/safe-outputs.md): 0 done; 1 the command's check failed (``compare --gate``:
 the change is worse; ``ingest --strict``, ``doctor``: see their help); 2 a user's mistake (a bad
@@ -168,7 +168,7 @@ def _count(text: str) -> int:
 
 #: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
 _LIGHT = ("attribute", "compare", "report", "convert", "sample")
-_HEAVY = ("run", "ingest", "doctor")
+_HEAVY = ("run", "ingest", "doctor", "annotate")
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
@@ -244,6 +244,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     add_ingest_parser(sub)
     add_doctor_parser(sub)
+    from .annotate.cli import add_annotate_parser
+
+    add_annotate_parser(sub)
     return parser
 
 
