@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.attribution import diagnose, diagnose_record
-from ragstage.fields import FIELDS, TraceError, check_record
+from ragstage.errors import TraceError
+from ragstage.fields import FIELDS, check_record
 from ragstage.python_rules import count_lines
 from ragstage.tally import tally_of_rows, tally_records
 from ragstage.typed_record import Record, as_record, decode_record

@@ -33,8 +33,9 @@ from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 from ..atomic import atomic_output, check_output, is_special
 from ..collector import collector_paused
+from ..errors import TraceError
 from ..formats import input_files
-from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
+from ..trace import WRITE_BUFFER, FilePart, Trace, trace_line, trace_stream, write_traces
 from ..workers import die_with_parent
 from .accounts import Accounts, conclude, request
 from .build import IngestOptions

@@ -42,7 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import orjson
 
 from ..atomic import append_line, locked
-from ..trace import MAX_LINE_BYTES, Trace, TraceError
+from ..errors import TraceError
+from ..trace import MAX_LINE_BYTES, Trace
 
 __all__ = ["TraceLogger", "redact_digest", "append_line", "scrub", "REDACT_KEY_ENV", "read_log", "LogRead"]
 
