@@ -24,7 +24,6 @@ import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from .build import IngestOptions
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
 from .result import IngestResult
+from .scratch import scratch_folder
 from .sources import load_spans, path_reader, read_note
 from .spans import Span, SpanError
 
@@ -327,8 +327,8 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     # gz: every part's file goes through the compressor; a device or pipe (is_special) is opened once
     gz = Path(out).suffix == ".gz" or is_special(out)
     try:
-        with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out, inputs) as tmp:
-            files = [Path(folder) / f"{k}.jsonl" for k in range(len(plan.parts))]
+        with scratch_folder() as folder, atomic_output(out, inputs) as tmp:
+            files = [folder / f"{k}.jsonl" for k in range(len(plan.parts))]
             if not gz:
                 files[0] = tmp
             parts = _read_parts(_PartJob(plan, index, opts, files), result)
