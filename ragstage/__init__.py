@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .attribution import BUCKETS, Diagnosis, Outcome, Stage, diagnose, replay
+    from .attribution import BUCKETS, Diagnosis, Outcome, diagnose, replay
     from .errors import TraceError
     from .formats import convert, count_files, read_any
     from .ingest.tracelog import TraceLogger
@@ -55,7 +55,6 @@ _MODULES = {
     "Diagnosis": "attribution",
     "Outcome": "attribution",
     "PublishedRun": "published",
-    "Stage": "attribution",
     "Tally": "tally",
     "Trace": "trace",
     "TraceError": "errors",
@@ -110,7 +109,6 @@ __all__ = [
     "Diagnosis",
     "Outcome",
     "PublishedRun",
-    "Stage",
     "Tally",
     "Trace",
     "TraceError",

@@ -28,7 +28,6 @@ from .rules import (
     RULES,
     UNDECIDED,
     Outcome,
-    Stage,
     check_require,
     survives,
 )
@@ -42,7 +41,6 @@ Checked = Union[Trace, "Record"]
 
 __all__ = [
     "Outcome",
-    "Stage",
     "BUCKETS",
     "RIGHT",
     "UNDECIDED",

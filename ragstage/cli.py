@@ -21,9 +21,9 @@ from typing import Sequence
 
 import orjson
 
+from .errors import TraceError
 from .formats import convert, count_files, read_any
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from .trace import TraceError
 
 __all__ = ["main", "build_parser"]
 

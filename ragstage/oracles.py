@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .attribution import Stage, diagnose, survives
+from .attribution import Outcome, diagnose, survives
 from .trace import Trace
 
 __all__ = ["correctness", "sufficiency"]
@@ -25,7 +25,7 @@ __all__ = ["correctness", "sufficiency"]
 def correctness(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:
     """``(k, n)``: how many traces were answered correctly (bucket ``none``), out of all."""
     stages = [diagnose(t, require).stage for t in traces]
-    return sum(s is Stage.NONE for s in stages), len(stages)
+    return sum(s is Outcome.NONE for s in stages), len(stages)
 
 
 def sufficiency(traces: Iterable[Trace], require: str = "any") -> tuple[int, int]:

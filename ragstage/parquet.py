@@ -38,7 +38,7 @@ from .fields import COLUMNS, FIELDS, RANKED_PARTS, FirstSeen, check_columns, che
 from .parallel_count import PartCount, count_parts
 from .rules import check_require
 from .tally import Tally, count_rows, plain_group
-from .trace import Trace
+from .trace import Trace, load_meta_text
 from .typed_record import Record, as_record
 
 __all__ = ["SCHEMA", "batch_records", "checked_rows", "parquet_files", "read_parquet_records", "read_parquet",
@@ -195,7 +195,7 @@ class _BadMeta(str):
 
 def _meta(text: str) -> Any:
     try:
-        return orjson.loads(text)
+        return load_meta_text(text)
     except orjson.JSONDecodeError:
         return _BadMeta(text)
 

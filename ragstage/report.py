@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, UNDECIDED, Stage, diagnose
+from .attribution import BUCKETS, RIGHT, UNDECIDED, Outcome, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
 from .tally import Tally, tally_records
@@ -60,15 +60,15 @@ def attribution_table(traces: Iterable[Trace], by: str | None = "pipeline", requ
 # loss *at* it, and the buckets that leave the funnel just before it without being a loss
 # (their outcome there is unknown: prompt ids not logged, an answer nobody judged).
 _FUNNEL = (
-    ("query_understanding", (Stage.QUERY_UNDERSTANDING,), ()),
-    ("retrieval", (Stage.RETRIEVAL,), ()),
-    ("reranking", (Stage.RERANKING,), ()),
-    ("prompt_assembly", (Stage.PROMPT_ASSEMBLY,), (Stage.NOT_LOGGED,)),
-    ("generation", (Stage.GENERATION, Stage.SOURCE_OR_LABEL), (Stage.UNJUDGED,)),
+    ("query_understanding", (Outcome.QUERY_UNDERSTANDING,), ()),
+    ("retrieval", (Outcome.RETRIEVAL,), ()),
+    ("reranking", (Outcome.RERANKING,), ()),
+    ("prompt_assembly", (Outcome.PROMPT_ASSEMBLY,), (Outcome.NOT_LOGGED,)),
+    ("generation", (Outcome.GENERATION, Outcome.SOURCE_OR_LABEL), (Outcome.UNJUDGED,)),
 )
 # Questions outside the funnel: no relevance judgement applies to them.
-_OUTSIDE = frozenset({Stage.ENDPOINT_UNAVAILABLE.value, Stage.LABEL_MISSING.value,
-                      Stage.CORRECT_REFUSAL.value, Stage.MISSING_REFUSAL.value})
+_OUTSIDE = frozenset({Outcome.ENDPOINT_UNAVAILABLE.value, Outcome.LABEL_MISSING.value,
+                      Outcome.CORRECT_REFUSAL.value, Outcome.MISSING_REFUSAL.value})
 
 
 def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *, stages: Iterable[str] | None = None,
@@ -92,14 +92,14 @@ def funnel_from_counts(counts: Mapping[str, Mapping[str, int]], *, stages: Itera
     rows = []
     for group, buckets in counts.items():
         keep = set(stages) if stages is not None else (
-            {s for s, _, _ in _FUNNEL} - (set() if Stage.QUERY_UNDERSTANDING.value in buckets
-                                          else {Stage.QUERY_UNDERSTANDING.value}))
+            {s for s, _, _ in _FUNNEL} - (set() if Outcome.QUERY_UNDERSTANDING.value in buckets
+                                          else {Outcome.QUERY_UNDERSTANDING.value}))
         entered = sum(v for k, v in buckets.items() if k not in _OUTSIDE)
         for stage, losses, leave in _FUNNEL:
             entered -= sum(int(buckets.get(s.value, 0)) for s in leave)
             lost = sum(int(buckets.get(s.value, 0)) for s in losses)
             judged = entered
-            if stage == Stage.QUERY_UNDERSTANDING.value and qu_measured is not None:
+            if stage == Outcome.QUERY_UNDERSTANDING.value and qu_measured is not None:
                 judged = int(qu_measured.get(group, 0))
                 if judged < lost or judged > entered:
                     raise ValueError(f"group {group!r}: {judged} questions measured query understanding, "
@@ -135,7 +135,7 @@ def funnel_from_tally(tally: Tally) -> pd.DataFrame:
 
 
 # For each bucket inside the funnel: the index of the last stage whose outcome it knows.
-_LAST_KNOWN = {Stage.NONE.value: len(_FUNNEL) - 1}
+_LAST_KNOWN = {Outcome.NONE.value: len(_FUNNEL) - 1}
 for _i, (_, _losses, _leave) in enumerate(_FUNNEL):
     _LAST_KNOWN.update({s.value: _i for s in _losses})
     _LAST_KNOWN.update({s.value: _i - 1 for s in _leave})

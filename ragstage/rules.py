@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 __all__ = [
     "Outcome",
-    "Stage",
     "BUCKETS",
     "RIGHT",
     "UNDECIDED",
@@ -62,9 +61,6 @@ class Outcome(str, Enum):
     def __str__(self) -> str:  # print as the plain bucket name
         return self.value
 
-
-#: The name the report, the runs and the ingest modules still use for :class:`Outcome`.
-Stage = Outcome
 
 BUCKETS: tuple[str, ...] = tuple(s.value for s in Outcome)
 #: The buckets that count as a right outcome in a paired comparison.

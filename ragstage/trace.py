@@ -8,6 +8,7 @@ reader runs, live in :mod:`ragstage.fields`; bad input raises :class:`~ragstage.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import zlib
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ import orjson
 from .atomic import atomic_output
 from .errors import TraceError
 from .fields import FIELDS, RANKED_FIELDS, RANKED_PARTS, FirstSeen, check_record, check_row, ranked_entries
+from .values import wide_float_in
 
 T = TypeVar("T")
 
@@ -28,6 +30,8 @@ __all__ = [
     "is_blank",
     "iter_json_lines",
     "line_ranges",
+    "load_meta_text",
+    "load_trace_line",
     "open_text",
     "read_json_lines",
     "read_records",
@@ -273,6 +277,28 @@ def read_json_lines(path: str | Path, parse: Callable[[Any], T], error: type[Tra
             raise error(f"unreadable file ({exc})", path=str(path), line=lineno + 1) from None
 
 
+def load_trace_line(line: bytes | str) -> Any:
+    """A trace line's JSON value as orjson reads it, but exact where orjson is not: orjson reads an
+    integer beyond 64 bits as a float, so a line whose ``meta`` holds a whole float that wide (rare)
+    is read again by the standard library, which keeps integers exact, and the record's check
+    then refuses the integer (:func:`~ragstage.values.meta_fault`) instead of passing on a float."""
+    value = orjson.loads(line)
+    return _exact(line, value, value.get("meta") if type(value) is dict else None)
+
+
+def load_meta_text(text: bytes | str) -> Any:
+    """``meta`` stored as JSON text (a Parquet column), read as :func:`load_trace_line` reads a line."""
+    value = orjson.loads(text)
+    return _exact(text, value, value)
+
+
+def _exact(text: bytes | str, value: Any, meta: Any) -> Any:
+    """``value`` decoded from ``text`` by orjson, or decoded again exactly when its ``meta`` may hold a wide integer."""
+    if type(meta) is dict and meta and wide_float_in(meta):
+        return json.loads(text)
+    return value
+
+
 def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream ``(line number, normalised record)`` pairs from a JSON Lines file.
 
@@ -281,7 +307,7 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     a replay would otherwise count that question twice.
     """
     seen = FirstSeen("line")
-    for lineno, rec in read_json_lines(path, check_record):
+    for lineno, rec in read_json_lines(path, check_record, decode=load_trace_line):
         repeated = seen.repeat(str(path), lineno, rec["query_id"], rec["pipeline"])
         if repeated:
             raise TraceError(repeated, path=str(path), line=lineno, field="query_id")

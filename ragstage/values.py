@@ -13,7 +13,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 from .errors import TraceError
 
 __all__ = ["META_DEPTH", "RankedColumns", "as_bool", "as_bools", "as_error", "as_id", "as_ids", "as_meta",
-           "as_prompt_source", "as_ranked", "as_str", "field_error", "too_deep"]
+           "as_prompt_source", "as_ranked", "as_str", "field_error", "meta_fault", "wide_float_in"]
 
 
 def field_error(msg: str, name: str) -> TraceError:
@@ -161,26 +161,57 @@ def as_bools(value: Any, name: str) -> list[bool]:
 #: How deeply ``meta`` may nest (objects and lists): far beyond any real metadata, and below the
 #: depth at which JSON writers give up (orjson: 254), so whatever is read can be written back.
 META_DEPTH = 64
+#: The integers JSON readers keep as integers, ``[-2**63, 2**64)``: orjson reads any other integer
+#: as a float (digits lost), and orjson cannot write one back.
+INT_LOW, INT_END = -(1 << 63), 1 << 64
 
 
-def too_deep(value: Any, limit: int = META_DEPTH) -> bool:
-    """Whether objects and lists nest more than ``limit`` levels deep (no recursion: any depth is safe)."""
-    stack = [(value, 1)]
+def meta_fault(meta: dict[str, Any], name: str = "meta", limit: int = META_DEPTH) -> TraceError | None:
+    """What is wrong with a decoded ``meta``, or None, found in one walk (no recursion: any depth is
+    safe): objects and lists nested more than ``limit`` levels deep, or an integer that no 64-bit
+    reader keeps (named by its top-level key). Read by orjson as a float and by msgspec exactly,
+    such an integer would group and convert differently on different paths, and silently."""
+    for key, top in meta.items():
+        stack = [(top, 2)]
+        while stack:
+            node, depth = stack.pop()
+            kind = type(node)
+            if kind is int:
+                if not INT_LOW <= node < INT_END:
+                    return field_error("an integer outside the 64-bit range (-2**63 to 2**64 - 1): JSON readers "
+                                       "turn it into a float; write it as a string", f"{name}.{key}")
+            elif kind is dict or kind is list:
+                children = node.values() if kind is dict else node
+                if children and depth > limit:
+                    return field_error(f"nested more than {limit} levels deep", name)
+                stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def wide_float_in(meta: dict[str, Any]) -> bool:
+    """Whether ``meta`` holds a whole float outside the 64-bit integers: what orjson makes of a wider
+    integer (or of a float written so), so the line is worth decoding again exactly."""
+    stack = list(meta.values())
     while stack:
-        node, depth = stack.pop()
-        children = node.values() if type(node) is dict else node if type(node) is list else None
-        if children:
-            if depth > limit:
+        node = stack.pop()
+        kind = type(node)
+        if kind is float:
+            # INT_LOW itself too: an integer just below it rounds to it as a float
+            if not INT_LOW < node < INT_END and node.is_integer():
                 return True
-            stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+        elif kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
     return False
 
 
 def as_meta(value: Any, name: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise field_error(f"expected an object, got {type(value).__name__}", name)
-    if too_deep(value):
-        raise field_error(f"nested more than {META_DEPTH} levels deep", name)
+    fault = meta_fault(value, name)
+    if fault is not None:
+        raise fault
     return value
 
 

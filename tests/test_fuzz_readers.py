@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstage.fields import FIELDS, TraceError, check_record
+from ragstage.errors import TraceError
+from ragstage.fields import FIELDS, check_record
 
 REPO = Path(__file__).resolve().parents[1]
 SPANS = REPO / "fixtures" / "ingest" / "langchain_spans.jsonl"
@@ -40,7 +41,7 @@ _DRIVER = textwrap.dedent("""
     import contextlib, io, json, signal, sys, traceback
 
     from ragstage.cli import main
-    from ragstage.fields import TraceError
+    from ragstage.errors import TraceError
 
     def load_run(folder):
         from ragstage.runs import load_run as load

@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.attribution import diagnose, diagnose_record
-from ragstage.fields import FIELDS, TraceError, check_record
+from ragstage.errors import TraceError
+from ragstage.fields import FIELDS, check_record
 from ragstage.python_rules import count_lines
 from ragstage.tally import tally_of_rows, tally_records
+from ragstage.trace import load_trace_line
 from ragstage.typed_record import Record, as_record, decode_record
 
 # Values of every JSON kind, plus the shapes the fields really take (ids, ranked entries, errors).
@@ -55,7 +57,7 @@ def _agree_or_fail_alike(reference, other, line):
 def test_decoding_agrees_with_check_record_on_any_object(obj):
     line = json.dumps(obj).encode()  # orjson cannot write integers beyond 64 bits
     # check_record is what every other JSON Lines reader does
-    both = _agree_or_fail_alike(lambda raw: check_record(orjson.loads(raw)), decode_record, line)
+    both = _agree_or_fail_alike(lambda raw: check_record(load_trace_line(raw)), decode_record, line)
     if both is None:
         return
     clean, rec = both
@@ -87,12 +89,24 @@ def test_bad_lines_name_the_field(line, field, words):
     assert err.value.field == field and words in err.value.detail
 
 
-def test_meta_numbers_read_as_orjson_reads_them():
-    # orjson reads an integer beyond 64 bits as a float; the typed path must agree, or a group
-    # named by such a meta key would differ between `ragstage attribute` and the notebooks.
-    line = b'{"query_id": "q", "meta": {"run": 123456789012345678901234567890, "ok": [1, -9223372036854775809]}}'
-    assert decode_record(line).meta == check_record(orjson.loads(line))["meta"]
-    assert isinstance(decode_record(line).meta["run"], float)
+@pytest.mark.parametrize("line, field", [
+    (b'{"query_id": "q", "meta": {"run": 123456789012345678901234567890}}', "meta.run"),
+    (b'{"query_id": "q", "meta": {"ok": 1, "deep": {"x": [2, -9223372036854775809]}}}', "meta.deep"),
+    (b'{"query_id": 7, "meta": {"run": 18446744073709551616}}', "meta.run"),  # the full check's path
+])
+def test_meta_integers_beyond_64_bits_are_refused_on_every_path(line, field):
+    # orjson reads such an integer as a float, msgspec exactly: both paths refuse it, naming the key.
+    for read in (decode_record, lambda raw: check_record(load_trace_line(raw))):
+        with pytest.raises(TraceError) as err:
+            read(line)
+        assert err.value.field == field and "64-bit" in err.value.detail
+
+
+def test_meta_floats_written_as_floats_stay_floats():
+    line = b'{"query_id": "q", "meta": {"big": 1e20, "edge": 18446744073709551616.0, "int": 18446744073709551615}}'
+    want = {"big": 1e20, "edge": 18446744073709551616.0, "int": (1 << 64) - 1}
+    for meta in (decode_record(line).meta, check_record(load_trace_line(line))["meta"]):
+        assert repr(meta) == repr(want)
 
 
 def test_a_line_that_is_not_json_raises_the_json_error():
@@ -129,18 +143,37 @@ def test_as_record_diagnoses_like_the_trace(five_cases):
         assert diagnose_record(as_record(clean)) == diagnose(trace)
 
 
+EDGE_INTS = st.sampled_from([-(1 << 63) - 1, -(1 << 63), (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 1 << 64])
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    st.none() | st.booleans() | st.integers() | EDGE_INTS | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(), lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=10)
+
+
+def _wide_keys(meta):
+    """The keys of ``meta`` holding, at any depth, an integer outside [-2**63, 2**64)."""
+    def wide(value):
+        if isinstance(value, dict):
+            return any(wide(v) for v in value.values())
+        if isinstance(value, list):
+            return any(wide(v) for v in value)
+        return type(value) is int and not -(1 << 63) <= value < 1 << 64
+    return {key for key, value in meta.items() if wide(value)}
 
 
 @settings(max_examples=3000, deadline=None)
 @given(st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=3))
-def test_free_form_meta_reads_as_orjson_reads_it(meta):
-    # The assumption behind _as_orjson_reads: big integers are the decoders' only difference.
+def test_free_form_meta_reads_as_orjson_reads_it_within_64_bits(meta):
+    # Within 64 bits the decoders agree on every JSON value; beyond, both paths refuse, naming a key.
     line = json.dumps({"query_id": "q", "meta": meta}).encode()
-    assert repr(decode_record(line).meta) == repr(orjson.loads(line)["meta"])
+    wide = _wide_keys(meta)
+    for read in (lambda raw: decode_record(raw).meta, lambda raw: check_record(load_trace_line(raw))["meta"]):
+        if wide:
+            with pytest.raises(TraceError) as err:
+                read(line)
+            assert err.value.field.removeprefix("meta.") in wide
+        else:
+            assert repr(read(line)) == repr(orjson.loads(line)["meta"])
 
 
 def _counted(line):

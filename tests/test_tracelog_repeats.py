@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from ragstage import read_traces, write_traces
+from ragstage.errors import TraceError
 from ragstage.ingest.tracelog import TraceLogger
-from ragstage.trace import TraceError
 
 
 def log(logger: TraceLogger, qid: str, **extra):

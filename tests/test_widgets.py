@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragstage import BUCKETS, Stage, Trace, diagnose, read_traces, wilson
+from ragstage import BUCKETS, Outcome, Trace, diagnose, read_traces, wilson
 from ragstage.fixtures import load_json, load_traces
 from ragstage.widgets import CaseEditor, IntervalExplorer, css_name, parse_claims, parse_ids
 
@@ -93,7 +93,7 @@ def test_complete_is_an_editable_judgment(editor):
 def test_bucket_table_follows_the_attribution_bucket_order(editor):
     order = [b for b in BUCKETS if b in editor.counts]
     assert list(editor.counts) == order == list(editor.table["stage"])
-    assert set(editor.counts) <= {s.value for s in Stage}
+    assert set(editor.counts) <= {s.value for s in Outcome}
 
 
 @pytest.mark.parametrize("field,text,words", [

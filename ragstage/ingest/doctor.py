@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..attribution import Stage, diagnose
+from ..attribution import Outcome, diagnose
 from ..trace import Trace
 
 __all__ = ["FIELD_CHECKS", "Finding", "Report", "examine", "doctor_files"]
@@ -96,7 +96,7 @@ SHAPE_CHECKS: tuple[tuple[str, Callable[[Trace], bool], str], ...] = (
      "prompt ⊆ reranked ⊆ retrieved does not hold: a stage is missing from the log, or ids differ between stages"),
     ("duplicate ids", lambda t: bool(_duplicates(t)), "a passage counted twice inflates recall and retention"),
     ("reranked outside retrieved", _reranked_outside, "the reranker saw candidates the retrieval log does not list"),
-    ("answer never judged", lambda t: diagnose(t).stage is Stage.UNJUDGED,
+    ("answer never judged", lambda t: diagnose(t).stage is Outcome.UNJUDGED,
      "the evidence reached the prompt but nothing judges the answer (`unjudged`): add `correct`, "
      "`answer_ids` or claim labels"),
     ("passage truncated in the prompt", lambda t: bool(t.truncated) and not _partial_span(t),

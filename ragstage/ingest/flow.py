@@ -24,7 +24,6 @@ import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -33,14 +32,16 @@ from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 from ..atomic import atomic_output, check_output, is_special
 from ..collector import collector_paused
+from ..errors import TraceError
 from ..formats import input_files
-from ..trace import WRITE_BUFFER, FilePart, Trace, TraceError, trace_line, trace_stream, write_traces
+from ..trace import WRITE_BUFFER, FilePart, Trace, trace_line, trace_stream, write_traces
 from ..workers import die_with_parent
 from .accounts import Accounts, conclude, request
 from .build import IngestOptions
 from .gold import Label, LabelIndex, iter_labels
 from .grouping import TraceGroups, is_json_lines, safe_cuts, scanning, trace_lines
 from .result import IngestResult
+from .scratch import scratch_folder
 from .sources import load_spans, path_reader, read_note
 from .spans import Span, SpanError
 
@@ -326,8 +327,8 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
     # gz: every part's file goes through the compressor; a device or pipe (is_special) is opened once
     gz = Path(out).suffix == ".gz" or is_special(out)
     try:
-        with tempfile.TemporaryDirectory(prefix="ragstage-ingest-") as folder, atomic_output(out, inputs) as tmp:
-            files = [Path(folder) / f"{k}.jsonl" for k in range(len(plan.parts))]
+        with scratch_folder() as folder, atomic_output(out, inputs) as tmp:
+            files = [folder / f"{k}.jsonl" for k in range(len(plan.parts))]
             if not gz:
                 files[0] = tmp
             parts = _read_parts(_PartJob(plan, index, opts, files), result)

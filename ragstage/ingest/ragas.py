@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..trace import Trace, TraceError, iter_json_lines, open_text
+from ..errors import TraceError
+from ..trace import Trace, iter_json_lines, open_text
 from .build import looks_like_refusal
 from .gold import Label, LabelIndex, iter_labels
 from .quote import quoted_ids

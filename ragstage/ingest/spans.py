@@ -13,7 +13,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..trace import TraceError
+from ..errors import TraceError
 
 __all__ = ["Span", "SpanError", "new_span", "hex_id", "is_error_code", "ERROR_STATUS_NAMES", "from_sdk_spans",
            "flatten_attributes"]

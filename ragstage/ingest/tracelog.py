@@ -42,7 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import orjson
 
 from ..atomic import append_line, locked
-from ..trace import MAX_LINE_BYTES, Trace, TraceError
+from ..errors import TraceError
+from ..trace import MAX_LINE_BYTES, Trace, load_trace_line
 
 __all__ = ["TraceLogger", "redact_digest", "append_line", "scrub", "REDACT_KEY_ENV", "read_log", "LogRead"]
 
@@ -305,7 +306,7 @@ def read_log(path: str | Path, keep: str = "last") -> LogRead:
             if not line.strip():
                 continue
             try:
-                read.append((lineno, Trace.from_dict(orjson.loads(line))))
+                read.append((lineno, Trace.from_dict(load_trace_line(line))))
             except orjson.JSONDecodeError as exc:
                 if not line.endswith(b"\n"):
                     torn = len(line)

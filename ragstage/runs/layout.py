@@ -28,7 +28,8 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from ..atomic import atomic_write_bytes
-from ..trace import Trace, TraceError, write_traces
+from ..errors import TraceError
+from ..trace import Trace, write_traces
 
 __all__ = ["RunFiles", "find_runs", "trace_files", "folder_for", "settings_folder", "oracle_folder", "is_run_file",
            "copy_runs", "atomic_write_bytes"]

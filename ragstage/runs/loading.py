@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..attribution import diagnose
-from ..trace import Trace, TraceError, read_traces
+from ..errors import TraceError
+from ..trace import Trace, read_traces
 from .labels import parse_label
 from .layout import RunFiles, find_runs, trace_files
 

@@ -21,7 +21,7 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from ..attribution import Stage
+from ..attribution import Outcome
 from ..stats import wilson
 from ..trace import Trace
 
@@ -59,8 +59,8 @@ def prompt_fill(traces: Iterable[Trace], top: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_FILL_COLUMNS)
 
 
-_UPSTREAM = (Stage.QUERY_UNDERSTANDING, Stage.RETRIEVAL, Stage.RERANKING, Stage.PROMPT_ASSEMBLY)
-_REACHED = (Stage.GENERATION, Stage.SOURCE_OR_LABEL, Stage.NONE, Stage.UNJUDGED)
+_UPSTREAM = (Outcome.QUERY_UNDERSTANDING, Outcome.RETRIEVAL, Outcome.RERANKING, Outcome.PROMPT_ASSEMBLY)
+_REACHED = (Outcome.GENERATION, Outcome.SOURCE_OR_LABEL, Outcome.NONE, Outcome.UNJUDGED)
 _CEILING_COLUMNS = ["group", "questions", "lost_upstream", "reached_prompt", "right", "unknown"]
 
 
@@ -75,10 +75,10 @@ def prompt_ceiling(counts: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
     """
     rows = []
     for group, buckets in counts.items():
-        count = {stage: int(buckets.get(stage.value, 0)) for stage in Stage}
+        count = {stage: int(buckets.get(stage.value, 0)) for stage in Outcome}
         upstream, reached = sum(count[s] for s in _UPSTREAM), sum(count[s] for s in _REACHED)
-        rows.append((group, upstream + reached + count[Stage.NOT_LOGGED], upstream, reached, count[Stage.NONE],
-                     count[Stage.NOT_LOGGED] + count[Stage.UNJUDGED]))
+        rows.append((group, upstream + reached + count[Outcome.NOT_LOGGED], upstream, reached, count[Outcome.NONE],
+                     count[Outcome.NOT_LOGGED] + count[Outcome.UNJUDGED]))
     return pd.DataFrame(rows, columns=_CEILING_COLUMNS)
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..trace import Trace, TraceError
+from ..errors import TraceError
+from ..trace import Trace
 from .parsing import INPUT_FIELDS
 
 __all__ = ["case_inputs", "read_case"]
