@@ -22,7 +22,7 @@ GENAI = "OpenTelemetry GenAI (gen_ai.*)"
 
 #: What an export in each convention cannot show, for the doctor: the stages a reader cannot check there.
 CANNOT_SHOW = {
-    OPENINFERENCE: "a reranker recorded as a plain CHAIN span is read only when its framework's table names it "
+    OPENINFERENCE: "a reranker recorded as a plain CHAIN span, unless its framework's table names it "
                    "(LlamaIndex postprocessors, DSPy modules returning passages)",
     MLFLOW: "a reranker that is neither a RETRIEVER nor a RERANKER span",
     OPENLLMETRY: "document ids and scores (documents are named by a digest of their text), a compressor with no "
