@@ -42,6 +42,15 @@ _LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 _FENCE = re.compile(r"^ *(```|~~~)")
 
 
+#: Pictures the manual shows (``docs/images/``): copied onto the site beside its pages.
+IMAGES = "docs/images"
+
+
+def is_site_file(path: str) -> bool:
+    """Whether a repository path (relative to the root) is on the site: a page, or a picture of the manual."""
+    return is_page(path) or path.startswith(IMAGES + "/")
+
+
 def is_page(path: str) -> bool:
     """Whether a repository path (relative to the root) is a page of the site."""
     return (path.startswith("notebooks/") and path.endswith(".ipynb") and path.count("/") <= 2) or \
@@ -71,8 +80,9 @@ def one_title(markdown: str, seen_title: bool) -> tuple[str, bool]:
 def relink(markdown: str, folder: str, root: Path, page_folder: str | None = None) -> str:
     """Relative links of a text that sits in repository folder ``folder`` and is shown on a page
     in site folder ``page_folder`` (default: the same folder): a link to a page of the site
-    becomes a link to that page, a link to any other repository file a link to the file in the
-    repository, so no link of the site points at a file the site does not hold."""
+    becomes a link to that page (a picture of the manual, to its copy on the site), a link to any
+    other repository file a link to the file in the repository, so no link of the site points at a
+    file the site does not hold."""
     page_folder = folder if page_folder is None else page_folder
 
     def fix(match: re.Match[str]) -> str:
@@ -83,7 +93,7 @@ def relink(markdown: str, folder: str, root: Path, page_folder: str | None = Non
         resolved = posixpath.normpath(posixpath.join(folder, path)) if path else ""
         if not resolved or resolved.startswith("..") or not (root / resolved).exists():
             return match.group(0)
-        if is_page(resolved):
+        if is_site_file(resolved):
             new = posixpath.relpath(site_path(resolved), page_folder or ".")
         else:
             new = f"{REPOSITORY_FILES}/{resolved}"
@@ -144,6 +154,8 @@ def gather(root: Path, src: Path, extra: Path) -> list[str]:
                                                        encoding="utf-8")
     else:
         print(f"warning: {glossary} does not exist; the site has no glossary", file=sys.stderr)
+    if (root / IMAGES).is_dir():
+        shutil.copytree(root / IMAGES, src / IMAGES)
     manual = manual_pages(root)
     for name in manual:
         text = (root / f"{name}.md").read_text(encoding="utf-8")
