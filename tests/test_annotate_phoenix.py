@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 import pytest
 from browser_helpers import chromium_or_skip, free_port, in_ci
 from ingest_apps import LangChainApp
+from processes import stop_group
 from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
 
 from ragstage import diagnose
@@ -75,13 +75,7 @@ class Phoenix:
         return [d for d in reply["data"]["node"]["documentEvaluations"] if d["name"] == NAME]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
+        stop_group(self.process)
 
 
 def _needed() -> None:

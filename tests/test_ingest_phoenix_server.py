@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import orjson
 import pytest
 from browser_helpers import free_port, in_ci
 from ingest_apps import LangChainApp
+from processes import stop_group
 from stack_apps import CASES, LANGCHAIN_CASES, labels, langchain_ask
 
 from ragstage import diagnose
@@ -92,13 +92,7 @@ class Server:
                 return items
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
+        stop_group(self.process)
 
     def _tail(self) -> str:
         return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
