@@ -56,6 +56,26 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
 
 
+def require_distributions(names: Sequence[str], what: str) -> None:
+    """Skip ``what`` when a distribution it needs is not installed, or fail it under ``CI=true``
+    (the names are distributions: importing ``phoenix`` itself takes half a minute)."""
+    import importlib.metadata
+
+    import pytest
+
+    missing = []
+    for name in names:
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        message = f"{what} needs {', '.join(missing)}: pip install -e '.[exports]'"
+        if in_ci():
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+
+
 def find_chromium() -> str | None:
     """The Chromium executable: ``RAGSTAGE_CHROMIUM``, else Debian's, else ``chromium`` on PATH."""
     for candidate in (os.environ.get("RAGSTAGE_CHROMIUM"), CHROMIUM, shutil.which("chromium")):

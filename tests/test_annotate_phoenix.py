@@ -12,7 +12,6 @@ on CI (``CI=true``).
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from browser_helpers import chromium_or_skip, free_port, in_ci
+from browser_helpers import chromium_or_skip, free_port, require_distributions
 from ingest_apps import LangChainApp
 from processes import stop_group
 from stack_apps import LANGCHAIN_CASES, labels, langchain_ask
@@ -78,20 +77,6 @@ class Phoenix:
         stop_group(self.process)
 
 
-def _needed() -> None:
-    missing = []
-    for name in NEEDED:
-        try:
-            importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(name)
-    if missing:
-        message = f"annotate phoenix tests need {', '.join(missing)}: pip install -e '.[exports]'"
-        if in_ci():
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
-
-
 def _boot(folder: Path) -> Phoenix:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PHOENIX_")}
@@ -139,7 +124,7 @@ def _record(phx: Phoenix) -> int:
 @pytest.fixture(scope="session")
 def phoenix(tmp_path_factory):
     """A Phoenix server holding the app's eight requests, and the traces ingest read from it."""
-    _needed()
+    require_distributions(NEEDED, "the annotate phoenix tests")
     folder = tmp_path_factory.mktemp("annotate-phoenix")
     phx = _boot(folder)
     try:

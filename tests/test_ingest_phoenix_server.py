@@ -12,7 +12,6 @@ land in that bucket. Skipped locally when Phoenix is not installed; a failure on
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from browser_helpers import free_port, in_ci
+from browser_helpers import free_port, require_distributions
 from ingest_apps import LangChainApp
 from processes import stop_group
 from stack_apps import CASES, LANGCHAIN_CASES, labels, langchain_ask
@@ -42,16 +41,6 @@ PROJECT, TWICE = "rag-app", "rag-app-twice"
 NEEDED = ("arize-phoenix", "arize-phoenix-client", "arize-phoenix-otel", "openinference-instrumentation-langchain",
           "langchain-community", "pyarrow")
 BOOT_SECONDS = 240  # a cold server on a loaded two-core machine runs its migrations in ~40 s
-
-
-def _missing() -> list[str]:
-    missing = []
-    for name in NEEDED:
-        try:
-            importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(name)
-    return missing
 
 
 @dataclass
@@ -102,12 +91,7 @@ class Server:
 def server(tmp_path_factory):
     """A Phoenix server started now on free ports of 127.0.0.1 (waited for by its first user, so
     the slow imports of the app overlap its boot); stopped with its process group afterwards."""
-    missing = _missing()
-    if missing:
-        message = f"the Phoenix server test needs {', '.join(missing)}: pip install -e '.[exports]'"
-        if in_ci():
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
+    require_distributions(NEEDED, "the Phoenix server test")
     folder = tmp_path_factory.mktemp("phoenix-server")
     port, grpc_port = free_port(), free_port()
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("PHOENIX_")}  # no outside database
