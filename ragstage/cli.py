@@ -83,17 +83,31 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 def _compare(args: argparse.Namespace) -> int:
     if args.gate or args.summary or args.junit:
         return _gated(args)
+    if any(_gold_options(args)):
+        raise ValueError("--gold-sample-before/--sample-before and --gold-sample-after/--sample-after go with "
+                         "--gate (or --summary, --junit)")
     from .report import compare  # pandas loads for compare only: attribute prints its rows without it
+    from .run_labels import judge_note, run_labels
 
-    result = compare(read_any(args.before), read_any(args.after),
-                     intersect=args.intersect, require=args.require)
+    before, after = list(read_any(args.before)), list(read_any(args.after))
+    result = compare(before, after, intersect=args.intersect, require=args.require)
+    for run, name in ((before, args.before), (after, args.after)):
+        note = judge_note(run_labels(run, name))
+        if note:
+            print(f"ragstage compare: {note}", file=sys.stderr)
     _print_comparison(result, args.format)
     return 0
 
 
-def _print_comparison(result, fmt: str) -> None:
+def _gold_options(args: argparse.Namespace) -> tuple[str | None, ...]:
+    """Each run's gold traces and sample file: (gold before, gold after, sample before, sample after)."""
+    return args.gold_sample_before, args.gold_sample_after, args.sample_before, args.sample_after
+
+
+def _print_comparison(result, fmt: str, extra: dict | None = None) -> None:
     if fmt == "json":
-        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        data = result.to_dict() if extra is None else {**result.to_dict(), "ppi": extra}
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     print(f"questions paired: {result.n}")
     if result.only_before or result.only_after:
@@ -109,20 +123,58 @@ def _print_comparison(result, fmt: str) -> None:
 def _gated(args: argparse.Namespace) -> int:
     """``compare`` with the gate: the comparison, then the verdict as the last line (stderr with JSON)."""
     from .atomic import atomic_write_bytes
-    from .gate import gate
 
-    result = gate(read_any(args.before), read_any(args.after), alpha=args.alpha, max_broken=args.max_broken,
-                  critical=not args.no_critical, require=args.require, intersect=args.intersect,
-                  names=(args.before, args.after))
-    _print_comparison(result.paired.comparison, args.format)
+    result = _gate_result(args)
+    estimate = result.estimate
+    _print_comparison(result.paired.comparison, args.format, None if estimate is None else estimate.to_dict())
+    side = sys.stderr if args.format == "json" else sys.stdout
     if args.format != "json":
         print()
-    print(result.verdict.line, file=sys.stderr if args.format == "json" else sys.stdout, flush=True)
+    if estimate is not None:
+        print("\n".join(estimate.text()), file=side)
+        if args.format != "json":
+            print()
+    print(result.verdict.line, file=side, flush=True)
+    inputs = (args.before, args.after, *(p for p in _gold_options(args) if p))
     if args.summary:
-        atomic_write_bytes(args.summary, result.to_markdown(), inputs=(args.before, args.after))
+        atomic_write_bytes(args.summary, result.to_markdown(), inputs=inputs)
     if args.junit:
-        atomic_write_bytes(args.junit, result.to_junit(), inputs=(args.before, args.after))
+        atomic_write_bytes(args.junit, result.to_junit(), inputs=inputs)
     return 0 if result.passed or not args.gate else 1
+
+
+def _gate_result(args: argparse.Namespace):
+    """The gate on people's labels, or, when a run is a judge's (or gold samples are given), on the PPI++ estimate."""
+    from .gate import gate
+    from .gate_ppi import gate_on_judge
+    from .run_labels import run_labels
+
+    before, after = list(read_any(args.before)), list(read_any(args.after))
+    options = dict(alpha=args.alpha, max_broken=args.max_broken, critical=not args.no_critical, require=args.require,
+                   names=(args.before, args.after))
+    gold_before, gold_after, sample_before, sample_after = _gold_options(args)
+    if not any(_gold_options(args)) and not any(run_labels(run, name).judged
+                                                for run, name in ((before, args.before), (after, args.after))):
+        return gate(before, after, intersect=args.intersect, **options)
+    if args.intersect:
+        raise ValueError("--intersect does not combine with gold samples: the paired estimate needs both runs over "
+                         "the same questions, the ones the samples were drawn from")
+    from .ppi.sample import read_sample
+
+    return gate_on_judge(before, after, gold=tuple(None if p is None else list(read_any(p))
+                                                   for p in (gold_before, gold_after)),
+                         samples=tuple(None if p is None else read_sample(p) for p in (sample_before, sample_after)),
+                         gold_names=(gold_before, gold_after), sample_names=(sample_before, sample_after), **options)
+
+
+def _add_gold_sample_options(comp: argparse.ArgumentParser) -> None:
+    """``compare``'s gold samples, one pair of options per run (as ``attribute --gold-sample --sample``)."""
+    for side in ("before", "after"):
+        upper = side.upper()
+        comp.add_argument(f"--gold-sample-{side}", metavar="GOLD_TRACES",
+                          help=f"people's labels of the questions drawn from {upper} (a judge labelled {upper}): "
+                               "the gate decides on the PPI++ estimate")
+        comp.add_argument(f"--sample-{side}", metavar="SAMPLE", help=f"the sample file drawn from {upper}")
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -213,6 +265,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
                       help="do not fail on questions newly in a critical bucket or flag")
     comp.add_argument("--summary", metavar="FILE", help="write the verdict and the comparison as Markdown")
     comp.add_argument("--junit", metavar="FILE", help="write JUnit XML: broken questions fail, fixed ones pass")
+    _add_gold_sample_options(comp)
     comp.set_defaults(func=_compare)
 
     rep = sub.add_parser("report", help="one self-contained HTML page of a run (or, with --compare, of two)")

@@ -23,14 +23,15 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from .attribution import RIGHT, SEVERITY, UNDECIDED, Diagnosis, diagnose
 from .report import Comparison, compare
 from .rows import printable
 from .trace import Trace
 
-__all__ = ["CRITICAL", "RULES", "Pair", "Paired", "Verdict", "GateResult", "pair_runs", "gate", "format_p"]
+__all__ = ["CRITICAL", "RULES", "Pair", "Paired", "Verdict", "GateResult", "pair_runs", "gate", "format_p",
+           "critical_rule", "decide", "outcome", "md_text", "md_code"]
 
 #: The bucket and flag names whose severity is critical (from :data:`ragstage.attribution.SEVERITY`).
 CRITICAL: frozenset[str] = frozenset(name for name, level in SEVERITY.items() if level == "critical")
@@ -38,6 +39,19 @@ CRITICAL: frozenset[str] = frozenset(name for name, level in SEVERITY.items() if
 RULES: tuple[str, ...] = ("paired exact McNemar", "max broken", "critical")
 STATUSES: tuple[str, ...] = ("fixed", "broken", "both_right", "both_wrong", "undecided")
 _LISTED = 50  # questions named in a message or a Markdown list before "and N more"
+
+
+def outcome(before_bucket: str, after_bucket: str) -> str:
+    """What happened to a question whose buckets were these: ``fixed``, ``broken``, ``both_right``,
+    ``both_wrong``, or ``undecided`` when its outcome is unknown in either run (as :func:`compare` counts)."""
+    if before_bucket in UNDECIDED or after_bucket in UNDECIDED:
+        return "undecided"
+    was, now = before_bucket in RIGHT, after_bucket in RIGHT
+    if was and now:
+        return "both_right"
+    if was:
+        return "broken"
+    return "fixed" if now else "both_wrong"
 
 
 @dataclass(frozen=True)
@@ -77,14 +91,7 @@ class Pair:
     @property
     def status(self) -> str:
         """``fixed``, ``broken``, ``both_right``, ``both_wrong`` or ``undecided`` (as :func:`compare` counts)."""
-        if self.before_bucket in UNDECIDED or self.after_bucket in UNDECIDED:
-            return "undecided"
-        was, now = self.before_bucket in RIGHT, self.after_bucket in RIGHT
-        if was and now:
-            return "both_right"
-        if was:
-            return "broken"
-        return "fixed" if now else "both_wrong"
+        return outcome(self.before_bucket, self.after_bucket)
 
     @property
     def newly_critical(self) -> tuple[str, ...]:
@@ -152,7 +159,13 @@ class Verdict:
 
 @dataclass(frozen=True)
 class GateResult:
-    """A gated comparison: the pairs, the thresholds and the verdict, with its Markdown and JUnit forms."""
+    """A gated comparison: the pairs, the thresholds and the verdict, with its Markdown and JUnit forms.
+
+    ``rules``: the rules checked, in order. ``estimate``: on judge-labelled runs, the estimate the
+    verdict was made on (:class:`ragstage.gate_ppi.JudgeEstimate`): it supplies its own Markdown
+    lines (already escaped), JUnit properties and rule thresholds, and the pairs' counts are then
+    the judge's.
+    """
 
     paired: Paired
     verdict: Verdict
@@ -162,6 +175,8 @@ class GateResult:
     before_name: str = "before"
     after_name: str = "after"
     observed: dict[str, str] = field(default_factory=dict)
+    rules: tuple[str, ...] = RULES
+    estimate: Any = None
 
     @property
     def passed(self) -> bool:
@@ -189,21 +204,25 @@ class GateResult:
         """The verdict and the comparison as Markdown: a CI job summary or a pull-request comment."""
         c = self.paired.comparison
         status = "PASS" if self.passed else "FAIL"
-        out = [f"## ragstage gate: {status}", "", f"**{_md(self.verdict.line)}**", "",
-               f"{_code(self.before_name)} → {_code(self.after_name)}", "",
-               "| questions paired | right before | right after | fixed | broken | undecided | exact McNemar p |",
+        out = [f"## ragstage gate: {status}", "", f"**{md_text(self.verdict.line)}**", "",
+               f"{md_code(self.before_name)} → {md_code(self.after_name)}", ""]
+        if self.estimate is not None:
+            out += [*self.estimate.markdown(), ""]
+        out += ["| questions paired | right before | right after | fixed | broken | undecided | exact McNemar p |",
                "|---:|---:|---:|---:|---:|---:|---:|",
                f"| {c.n} | {c.both_right + c.broken} | {c.both_right + c.fixed} | {c.fixed} | {c.broken} "
                f"| {c.undecided} | {format_p(c.p_value)} |", "",
                "| rule | fails when | observed | result |", "|---|---|---|---|"]
-        for rule in RULES:
+        for rule in self.rules:
             result = "FAIL" if rule in self.verdict.failed else ("off" if self._off(rule) else "pass")
             out.append(f"| {rule} | {self._threshold(rule)} | {self.observed[rule]} | {result} |")
-        out += self._md_list("Broken", self.paired.broken,
+        by = "" if self.estimate is None else " by the judge's labels"
+        out += self._md_list(f"Broken{by}", self.paired.broken,
                              lambda p: f"{p.before_bucket} → {p.after_bucket}: {p.after_reason}")
         if self.critical:
-            out += self._md_list("Newly critical", self.paired.newly_critical, lambda p: ", ".join(p.newly_critical))
-        out += self._md_list("Fixed", self.paired.fixed, lambda p: f"{p.before_bucket} → {p.after_bucket}")
+            out += self._md_list(f"Newly critical{by}", self.paired.newly_critical,
+                                 lambda p: ", ".join(p.newly_critical))
+        out += self._md_list(f"Fixed{by}", self.paired.fixed, lambda p: f"{p.before_bucket} → {p.after_bucket}")
         m = c.migration
         if len(m):
             out += ["", "### Bucket migration (rows: before, columns: after)", "",
@@ -217,6 +236,9 @@ class GateResult:
         return (rule == "max broken" and self.max_broken is None) or (rule == "critical" and not self.critical)
 
     def _threshold(self, rule: str) -> str:
+        own = None if self.estimate is None else self.estimate.threshold(rule, self.max_broken)
+        if own is not None:
+            return own
         if rule == "paired exact McNemar":
             return f"broken > fixed and p ≤ {self.alpha:g}"
         if rule == "max broken":
@@ -228,7 +250,7 @@ class GateResult:
         if not pairs:
             return []
         out = ["", f"### {title} ({len(pairs)})", "", "| question | what happened |", "|---|---|"]
-        out += [f"| {_code(p.query_id, cell=True)} | {_md(describe(p))} |" for p in pairs[:_LISTED]]
+        out += [f"| {md_code(p.query_id, cell=True)} | {md_text(describe(p))} |" for p in pairs[:_LISTED]]
         if len(pairs) > _LISTED:
             out += ["", f"... and {len(pairs) - _LISTED} more (the JUnit file lists them all)"]
         return out
@@ -241,16 +263,17 @@ class GateResult:
         if not self.passed:
             _fail(verdict, self.verdict.rule or "gate", self.verdict.line, self.failure_message())
         cases.append(verdict)
+        by = "" if self.estimate is None else " by the judge's labels"
         for p in self.paired.broken:
             _fail(case := _case("ragstage.gate.broken", p.query_id), "broken",
-                  f"broken: {p.before_bucket} -> {p.after_bucket}",
+                  f"broken{by}: {p.before_bucket} -> {p.after_bucket}",
                   f"before: {p.before_bucket} ({printable(p.before_reason)})\n"
                   f"after: {p.after_bucket} ({printable(p.after_reason)})")
             cases.append(case)
         if self.critical:
             for p in self.paired.newly_critical:
                 _fail(case := _case("ragstage.gate.critical", p.query_id), "critical",
-                      f"newly critical: {', '.join(p.newly_critical)}",
+                      f"newly critical{by}: {', '.join(p.newly_critical)}",
                       f"before: {p.before_bucket} {list(p.before_flags)}\nafter: {p.after_bucket} "
                       f"{list(p.after_flags)} ({printable(p.after_reason)})")
                 cases.append(case)
@@ -267,8 +290,9 @@ class GateResult:
         for name, value in (("alpha", f"{self.alpha:g}"), ("max_broken", limit),
                             ("critical", str(self.critical).lower()), ("n", str(c.n)), ("fixed", str(c.fixed)),
                             ("broken", str(c.broken)), ("undecided", str(c.undecided)),
-                            ("p_value", repr(c.p_value))):
-            ET.SubElement(props, "property", {"name": name, "value": value})
+                            ("p_value", repr(c.p_value)),
+                            *(() if self.estimate is None else self.estimate.properties())):
+            ET.SubElement(props, "property", {"name": name, "value": printable(value)})
         suite.extend(cases)
         ET.SubElement(suite, "system-out").text = self.verdict.line
         ET.indent(root)
@@ -291,7 +315,7 @@ _MD_PUNCTUATION = frozenset("\\`*_[]!|~$#@")
 _HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def _md(text: str) -> str:
+def md_text(text: str) -> str:
     """Data as inert Markdown text on one line: no markup, no HTML (a table cell or a line of prose).
 
     Every punctuation mark Markdown acts on is backslash-escaped and every HTML special is an
@@ -301,7 +325,7 @@ def _md(text: str) -> str:
     return "".join(_HTML_ENTITIES.get(c) or (f"\\{c}" if c in _MD_PUNCTUATION else c) for c in printable(text))
 
 
-def _code(text: str, cell: bool = False) -> str:
+def md_code(text: str, cell: bool = False) -> str:
     """Data as a Markdown code span, shown literally: backslashes single, markup and tags inert.
 
     The fence is one backtick longer than any run inside; inside a table cell a ``|`` is
@@ -330,25 +354,29 @@ def gate(before: Iterable[Trace], after: Iterable[Trace], *, alpha: float = 0.05
         counts += f", {c.undecided} undecided"
     critical_pairs = paired.newly_critical if critical else []
     fired = {
-        "paired exact McNemar": c.broken > c.fixed and c.p_value <= alpha,
-        "max broken": max_broken is not None and c.broken > max_broken,
-        "critical": bool(critical_pairs),
+        "paired exact McNemar": (c.broken > c.fixed and c.p_value <= alpha,
+                                 f"significantly worse (p ≤ alpha {alpha:g})"),
+        "max broken": (max_broken is not None and c.broken > max_broken,
+                       f"{c.broken} questions broke, more than --max-broken {max_broken}"),
+        "critical": critical_rule(critical_pairs),
     }
     observed = {"paired exact McNemar": counts, "max broken": f"{c.broken} broken",
                 "critical": f"{len(critical_pairs)} question(s)" if critical else "-"}
-    failed = tuple(rule for rule in RULES if fired[rule])
+    return GateResult(paired, decide(RULES, fired, counts), alpha, max_broken, critical, *names, observed)
+
+
+def critical_rule(critical_pairs: Sequence[Pair]) -> tuple[bool, str]:
+    """Whether the critical rule fires on these newly critical questions, and its reason (the first three named)."""
+    shown = ", ".join(f"{printable(p.query_id)} {'+'.join(p.newly_critical)}" for p in critical_pairs[:3])
+    more = f" and {len(critical_pairs) - 3} more" if len(critical_pairs) > 3 else ""
+    return bool(critical_pairs), f"{len(critical_pairs)} question(s) newly critical ({shown}{more})"
+
+
+def decide(rules: Sequence[str], fired: dict[str, tuple[bool, str]], counts: str) -> Verdict:
+    """The verdict of rules checked in order: ``fired[rule]`` is (whether it fired, why); the first
+    that fired names the line, the others follow "also failed"; ``counts`` ends the line."""
+    failed = tuple(rule for rule in rules if fired[rule][0])
     if not failed:
-        line = f"PASS: not significantly worse: {counts}"
-        return GateResult(paired, Verdict(True, None, (), line), alpha, max_broken, critical, *names, observed)
-    rule = failed[0]
-    if rule == "paired exact McNemar":
-        why = f"significantly worse (p ≤ alpha {alpha:g})"
-    elif rule == "max broken":
-        why = f"{c.broken} questions broke, more than --max-broken {max_broken}"
-    else:
-        shown = ", ".join(f"{printable(p.query_id)} {'+'.join(p.newly_critical)}" for p in critical_pairs[:3])
-        more = f" and {len(critical_pairs) - 3} more" if len(critical_pairs) > 3 else ""
-        why = f"{len(critical_pairs)} question(s) newly critical ({shown}{more})"
+        return Verdict(True, None, (), f"PASS: not significantly worse: {counts}")
     also = f"; also failed: {', '.join(failed[1:])}" if len(failed) > 1 else ""
-    line = f"FAIL ({rule}): {why}: {counts}{also}"
-    return GateResult(paired, Verdict(False, rule, failed, line), alpha, max_broken, critical, *names, observed)
+    return Verdict(False, failed[0], failed, f"FAIL ({failed[0]}): {fired[failed[0]][1]}: {counts}{also}")

@@ -1,0 +1,66 @@
+"""Who labelled a run's traces: people, or a judge (which one, on how many traces).
+
+Silver traces carry ``meta["labels"] = {"by": "judge", "judge": ..., "model": ..., "prompt": ...,
+"prompt_sha256": ...}``; gold traces carry no ``labels`` or ``{"by": "people"}``. ``compare``
+says on stderr when a run's rates are a judge's (:func:`judge_note`), and the gate refuses to
+decide on a judge's labels without a gold sample (:mod:`ragstage.gate_ppi`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from .rows import printable
+from .trace import Trace
+
+__all__ = ["RunLabels", "run_labels", "judge_note"]
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """Who labelled one run's traces: per judge (its name, model and prompt) how many traces, of ``traces``."""
+
+    name: str
+    traces: int
+    judges: dict[str, int]
+
+    @property
+    def judged(self) -> int:
+        return sum(self.judges.values())
+
+    def describe(self) -> str:
+        """One line, data escaped: ``FILE: labelled by a judge (name, model m, prompt p) on 1000 of 1000 traces``."""
+        who = "; ".join(printable(j) if len(self.judges) == 1 else f"{printable(j)}: {k}"
+                        for j, k in self.judges.items())
+        return f"{printable(self.name)}: labelled by a judge ({who}) on {self.judged} of {self.traces} traces"
+
+
+def run_labels(traces: Iterable[Trace], name: str) -> RunLabels:
+    """Count the traces each judge labelled (``meta["labels"]``, the silver-labels contract); a
+    ``labels`` entry that is neither a judge's nor people's is an error naming the file, the
+    question and the field."""
+    judges: Counter[str] = Counter()
+    total = 0
+    for t in traces:
+        total += 1
+        labels = t.meta.get("labels") if t.meta else None
+        if labels is None:
+            continue
+        by = labels.get("by") if isinstance(labels, dict) else None
+        if by not in ("judge", "people"):
+            raise ValueError(f"{name}: query_id {printable(t.query_id)!r}: field meta['labels']['by']: "
+                             f"'judge' or 'people', got {printable(repr(by if isinstance(labels, dict) else labels))}")
+        if by == "judge":
+            judges[f"{labels.get('judge')}, model {labels.get('model')}, prompt {labels.get('prompt')}"] += 1
+    return RunLabels(name, total, dict(judges))
+
+
+def judge_note(labels: RunLabels) -> str | None:
+    """What ``compare`` says on stderr when a run's buckets are a judge's (None for people's labels)."""
+    if not labels.judged:
+        return None
+    return (f"note: {labels.describe()}: its fixed, broken and p are the judge's, biased by its errors until "
+            "corrected with a gold sample (compare --gate with --gold-sample-before/--sample-before and "
+            "--gold-sample-after/--sample-after)")
