@@ -78,6 +78,12 @@ def paired_too_few(gold_n: int, flipped: int) -> bool:
     return gold_n < PAIRED_SMALL_SAMPLE or flipped < PAIRED_SMALL_FLIPPED
 
 
+def _uniform(sample: Sample, name: str) -> None:
+    if sample.by_bucket:
+        raise ValueError(f"{name} is stratified by silver bucket (--by-bucket): the paired estimate needs a "
+                         "uniform sample, the same questions in both runs; draw it without --by-bucket")
+
+
 def gold_buckets(traces: Sequence[Trace], gold: Sequence[Trace], sample: Sample, *, require: str = "any",
                  names: tuple[str, str, str] = ("TRACES", "GOLD", "SAMPLE")) -> dict[str, str]:
     """The gold bucket of every drawn question of one judge-labelled run, after the checks of
@@ -87,9 +93,7 @@ def gold_buckets(traces: Sequence[Trace], gold: Sequence[Trace], sample: Sample,
     from .attribution import diagnose
 
     traces_name, gold_name, sample_name = names
-    if sample.by_bucket:
-        raise ValueError(f"{sample_name} is stratified by silver bucket (--by-bucket): the paired estimate needs a "
-                         "uniform sample, the same questions in both runs; draw it without --by-bucket")
+    _uniform(sample, sample_name)
     judged = run_labels(gold, gold_name)
     if judged.judged:
         raise ValueError(f"{judged.describe()}: a gold sample is labelled by people")
@@ -312,6 +316,9 @@ def gate_on_judge(before: Sequence[Trace], after: Sequence[Trace], *, gold: tupl
     paired = pair_runs(before, after, require=require)
     sample_names = tuple(n or f"the sample of {side}" for n, side in zip(sample_names, ("before", "after")))
     drawn_by = [s for s in samples if s is not None]
+    for sample, name in zip(samples, sample_names):
+        if sample is not None:
+            _uniform(sample, name)
     if len(drawn_by) == 2 and set(drawn_by[0].query_ids) != set(drawn_by[1].query_ids):
         only = [sorted(set(a.query_ids) - set(b.query_ids)) for a, b in (drawn_by, drawn_by[::-1])]
         raise ValueError(f"the two samples draw other questions ({len(only[0])} only in {sample_names[0]}, "

@@ -75,10 +75,15 @@ def test_the_estimate_is_ppi_py_s_on_the_per_question_differences(ppi_py):
 @settings(max_examples=25, deadline=None)
 @given(fixed=st.floats(0.0, 0.3), broken=st.floats(0.0, 0.3), accuracy=st.floats(0.5, 1.0),
        lenient=st.floats(0.0, 0.5), n=st.integers(10, 150), seed=st.integers(0, 2**16))
-def test_every_estimate_is_ppi_py_s_whatever_the_judge(ppi_py, fixed, broken, accuracy, lenient, n, seed):
+def test_every_estimate_is_ppi_py_s_and_decides_the_rules_whatever_the_judge(ppi_py, fixed, broken, accuracy,
+                                                                             lenient, n, seed):
     runs = judged(questions=200, fixed=fixed, broken=broken, accuracy=accuracy, lenient_after=lenient, n=n,
                   seed=seed)
-    estimate = gated(runs).estimate
+    result = gated(runs, max_broken=5)
+    estimate = result.estimate
+    assert ("paired PPI++" in result.verdict.failed) == (estimate.change.high < 0)
+    assert ("max broken" in result.verdict.failed) == (estimate.broken_count()[0] > 5)
+    assert result.passed == (not result.verdict.failed)
     d_judge = runs.judge["after"].astype(float) - runs.judge["before"]
     if np.var(d_judge) == 0 or np.var((runs.judge["before"] & ~runs.judge["after"]).astype(float)) == 0:
         return  # a constant judge: ppi_py divides 0 by 0 (ragstage.ppi.means gives the gold-only interval)
