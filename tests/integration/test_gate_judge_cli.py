@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -215,3 +216,28 @@ def test_hostile_judge_and_file_names_stay_inert(tmp_path):
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     props = {e.get("name"): e.get("value") for e in ET.parse(junit).getroot().iter("property")}
     assert "\n" not in props["judge_before"] and "x\\n::error" in props["judge_before"]
+
+
+def test_the_docs_example_is_what_the_command_prints(worse):
+    """The example of "Gating on a judge" in docs/gold-for-a-few.md, re-run on the same synthetic runs."""
+    import os
+    import subprocess
+    import sys
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "gold-for-a-few.md").read_text(encoding="utf-8")
+    section = docs.split("\n## Gating on a judge\n", 1)[1].split("\n## ", 1)[0]
+    example, refusal, note = [block.splitlines() for block in re.findall(r"```(?:text|output)\n(.*?)\n```", section,
+                                                                          re.S)]
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "ragstage.cli", *args], capture_output=True, text=True,
+                              cwd=worse.paths["before"].parent, env=os.environ)
+
+    names = ["--gold-sample-before", "gold_before.jsonl", "--sample-before", "sample_before.json",
+             "--gold-sample-after", "gold_after.jsonl", "--sample-after", "sample_after.json"]
+    done = run("compare", "before.jsonl", "after.jsonl", "--gate", *names)
+    assert done.returncode == 1, done.stderr
+    printed = done.stdout.splitlines()
+    assert printed[printed.index(example[0]):] == example
+    assert run("compare", "before.jsonl", "after.jsonl", "--gate").stderr.splitlines() == refusal
+    assert run("compare", "before.jsonl", "after.jsonl").stderr.splitlines()[0] == note[0] and len(note) == 1
