@@ -144,18 +144,16 @@ def _gated(args: argparse.Namespace) -> int:
 
 
 def _gate_result(args: argparse.Namespace):
-    """The gate on people's labels, or, when a run is a judge's (or gold samples are given), on the PPI++ estimate."""
+    """The gate on people's labels, or, with gold samples (a run labelled by a judge), on the PPI++ estimate."""
     from .gate import gate
     from .gate_ppi import gate_on_judge
-    from .run_labels import run_labels
 
     before, after = list(read_any(args.before)), list(read_any(args.after))
     options = dict(alpha=args.alpha, max_broken=args.max_broken, critical=not args.no_critical, require=args.require,
                    names=(args.before, args.after))
     gold_before, gold_after, sample_before, sample_after = _gold_options(args)
-    if not any(_gold_options(args)) and not any(run_labels(run, name).judged
-                                                for run, name in ((before, args.before), (after, args.after))):
-        return gate(before, after, intersect=args.intersect, **options)
+    if not any(_gold_options(args)):
+        return gate(before, after, intersect=args.intersect, **options)  # refuses a run labelled by a judge
     if args.intersect:
         raise ValueError("--intersect does not combine with gold samples: the paired estimate needs both runs over "
                          "the same questions, the ones the samples were drawn from")

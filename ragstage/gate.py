@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 from .attribution import RIGHT, SEVERITY, UNDECIDED, Diagnosis, diagnose
 from .report import Comparison, compare
 from .rows import printable
+from .run_labels import require_gold, run_labels
 from .trace import Trace
 
 __all__ = ["CRITICAL", "RULES", "Pair", "Paired", "Verdict", "GateResult", "pair_runs", "gate", "format_p",
@@ -342,11 +343,18 @@ def md_code(text: str, cell: bool = False) -> str:
 def gate(before: Iterable[Trace], after: Iterable[Trace], *, alpha: float = 0.05, max_broken: int | None = None,
          critical: bool = True, require: str = "any", intersect: bool = False,
          names: tuple[str, str] = ("before", "after")) -> GateResult:
-    """Pair two runs and decide whether ``after`` is worse (see the module's rules)."""
+    """Pair two runs and decide whether ``after`` is worse (see the module's rules).
+
+    Runs labelled by a judge are refused (:func:`ragstage.run_labels.require_gold`): their counts
+    are the judge's; :func:`ragstage.gate_ppi.gate_on_judge` gates them with a gold sample.
+    """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     if max_broken is not None and max_broken < 0:
         raise ValueError(f"max_broken must not be negative, got {max_broken}")
+    before, after = list(before), list(after)
+    for run, name, side in ((before, names[0], "before"), (after, names[1], "after")):
+        require_gold(run_labels(run, name), None, None, side)
     paired = pair_runs(before, after, require=require, intersect=intersect)
     c = paired.comparison
     counts = f"{c.fixed} fixed, {c.broken} broken, p = {format_p(c.p_value)}"

@@ -35,10 +35,10 @@ from .ppi.estimate import pair
 from .ppi.means import PPIEstimate, ppi_mean, ppi_paired
 from .ppi.sample import Request, Sample
 from .rows import printable
-from .run_labels import RunLabels, run_labels
+from .run_labels import RunLabels, require_gold, run_labels
 from .trace import Trace
 
-__all__ = ["RULES", "PAIRED_SMALL_SAMPLE", "PAIRED_SMALL_FLIPPED", "JudgeEstimate", "require_gold", "paired_too_few",
+__all__ = ["RULES", "PAIRED_SMALL_SAMPLE", "PAIRED_SMALL_FLIPPED", "JudgeEstimate", "paired_too_few",
            "gold_buckets", "judge_estimate", "gate_on_judge"]
 
 #: The rules checked on judge-labelled runs, in order.
@@ -49,27 +49,6 @@ RULES: tuple[str, ...] = ("paired PPI++", "max broken", "critical")
 PAIRED_SMALL_SAMPLE = 200
 PAIRED_SMALL_FLIPPED = 6
 _SHOWN = 5
-
-
-def require_gold(labels: RunLabels, gold: object, sample: object, side: str) -> bool:
-    """Whether this run needs its gold sample (a judge labelled it), after refusing what does not fit.
-
-    A judge-labelled run without its gold traces and sample file is refused: a gate on a judge's
-    labels would pass or fail on the judge's errors. A run labelled by people with a gold sample is
-    refused too (its labels are already gold), and so is a run mixing the two.
-    """
-    if labels.judged and labels.judged < labels.traces:
-        raise ValueError(f"{labels.describe()}; the other {labels.traces - labels.judged} by people: a run is "
-                         "labelled one way (split it, or label all of it with the judge)")
-    given = gold is not None or sample is not None
-    if labels.judged and not (gold is not None and sample is not None):
-        raise ValueError(f"{labels.describe()}: a gate on a judge's labels would pass or fail on the judge's "
-                         f"errors; give this run its gold sample: --gold-sample-{side} GOLD_TRACES "
-                         f"--sample-{side} SAMPLE (ragstage sample, then people's labels of the drawn questions)")
-    if given and not labels.judged:
-        raise ValueError(f"{printable(labels.name)} is labelled by people, not by a judge: --gold-sample-{side} "
-                         f"and --sample-{side} are for judge-labelled traces")
-    return bool(labels.judged)
 
 
 def paired_too_few(gold_n: int, flipped: int) -> bool:

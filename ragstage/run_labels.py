@@ -3,7 +3,8 @@
 Silver traces carry ``meta["labels"] = {"by": "judge", "judge": ..., "model": ..., "prompt": ...,
 "prompt_sha256": ...}``; gold traces carry no ``labels`` or ``{"by": "people"}``. ``compare``
 says on stderr when a run's rates are a judge's (:func:`judge_note`), and the gate refuses to
-decide on a judge's labels without a gold sample (:mod:`ragstage.gate_ppi`).
+decide on a judge's labels without a gold sample (:func:`require_gold`; with one, the verdict is
+:mod:`ragstage.gate_ppi`'s).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Iterable
 from .rows import printable
 from .trace import Trace
 
-__all__ = ["RunLabels", "run_labels", "judge_note"]
+__all__ = ["RunLabels", "run_labels", "judge_note", "require_gold"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,24 @@ def judge_note(labels: RunLabels) -> str | None:
     return (f"note: {labels.describe()}: its fixed, broken and p are the judge's, biased by its errors until "
             "corrected with a gold sample (compare --gate with --gold-sample-before/--sample-before and "
             "--gold-sample-after/--sample-after)")
+
+
+def require_gold(labels: RunLabels, gold: object, sample: object, side: str) -> bool:
+    """Whether this run needs its gold sample (a judge labelled it), after refusing what does not fit.
+
+    A judge-labelled run without its gold traces and sample file is refused: a gate on a judge's
+    labels would pass or fail on the judge's errors. A run labelled by people with a gold sample is
+    refused too (its labels are already gold), and so is a run mixing the two.
+    """
+    if labels.judged and labels.judged < labels.traces:
+        raise ValueError(f"{labels.describe()}; the other {labels.traces - labels.judged} by people: a run is "
+                         "labelled one way (split it, or label all of it with the judge)")
+    given = gold is not None or sample is not None
+    if labels.judged and not (gold is not None and sample is not None):
+        raise ValueError(f"{labels.describe()}: a gate on a judge's labels would pass or fail on the judge's "
+                         f"errors; give this run its gold sample: --gold-sample-{side} GOLD_TRACES "
+                         f"--sample-{side} SAMPLE (ragstage sample, then people's labels of the drawn questions)")
+    if given and not labels.judged:
+        raise ValueError(f"{printable(labels.name)} is labelled by people, not by a judge: --gold-sample-{side} "
+                         f"and --sample-{side} are for judge-labelled traces")
+    return bool(labels.judged)

@@ -3,13 +3,17 @@ outcome, the verdict of rules in order, the critical rule's reason, and Markdown
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ragstage import Trace
 from ragstage.attribution import BUCKETS, RIGHT, UNDECIDED
-from ragstage.gate import critical_rule, decide, md_code, md_text, outcome, pair_runs
+from ragstage.gate import critical_rule, decide, gate, md_code, md_text, outcome, pair_runs
+from ragstage.testing import assert_no_regression
 
 
 @given(st.sampled_from(BUCKETS), st.sampled_from(BUCKETS))
@@ -52,3 +56,14 @@ def test_md_text_and_md_code_keep_data_inert():
     assert "<img" not in page and "<a " not in page and "<em>" not in page
     assert page.count("<td>") == 2 and "<code>x|`y`</code>" in page
     assert md_code("C:\\runs") == "`C:\\runs`" and md_code("`a`") == "`` `a` ``"
+
+
+def test_the_gate_on_people_s_labels_refuses_a_run_labelled_by_a_judge():
+    from judged_runs import judged
+
+    runs = judged(questions=40, n=10)
+    people = [dataclasses.replace(t, meta={}) for t in runs.silver["before"]]
+    for check in (gate, assert_no_regression):
+        with pytest.raises(ValueError, match="^after: labelled by a judge .* on 40 of 40 traces: a gate on a judge's "
+                                             "labels would pass or fail on the judge's errors"):
+            check(people, runs.silver["after"])

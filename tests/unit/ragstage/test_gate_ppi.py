@@ -19,7 +19,6 @@ from ragstage.gate_ppi import (
     gold_buckets,
     judge_estimate,
     paired_too_few,
-    require_gold,
 )
 from ragstage.ppi.coverage import simulate_paired
 from ragstage.ppi.sample import draw
@@ -143,25 +142,6 @@ def test_judge_estimate_refuses_a_sample_of_every_question_and_questions_not_pai
         judge_estimate(paired, everything, everything, runs.ids, labels=labels)
     with pytest.raises(ValueError, match="1 drawn question"):
         judge_estimate(paired, everything, everything, ["elsewhere"], labels=labels)
-
-
-@pytest.mark.parametrize("judged_count, gold, sample, match", [
-    (10, None, None, "would pass or fail on the judge's errors; give this run its gold sample: --gold-sample-after"),
-    (10, "g", None, "give this run its gold sample"),
-    (0, "g", "s", "is labelled by people, not by a judge: --gold-sample-after"),
-    (4, "g", "s", "the other 6 by people: a run is labelled one way"),
-])
-def test_require_gold_refuses(judged_count, gold, sample, match):
-    labels = run_labels([trace(f"q{i}", True, "p", JUDGE if i < judged_count else None) for i in range(10)], "R")
-    with pytest.raises(ValueError, match=match):
-        require_gold(labels, gold, sample, "after")
-
-
-def test_require_gold_says_whether_the_run_needs_its_sample():
-    judged_run = run_labels([trace("q", True, "p", JUDGE)], "R")
-    people = run_labels([trace("q", True, "p")], "R")
-    assert require_gold(judged_run, "g", "s", "before") is True
-    assert require_gold(people, None, None, "before") is False
 
 
 def test_gold_buckets_refuses_what_attribute_refuses():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from judged_runs import JUDGE, trace
 
-from ragstage.run_labels import RunLabels, judge_note, run_labels
+from ragstage.run_labels import RunLabels, judge_note, require_gold, run_labels
 
 
 def test_run_labels_counts_each_judge_and_people():
@@ -33,3 +33,22 @@ def test_judge_note_names_the_judge_and_the_count_and_is_none_for_people():
     assert note.startswith("note: r\\x1b: labelled by a judge (j\\n, model m, prompt p) on 4 of 4 traces: its fixed, "
                            "broken and p are the judge's")
     assert "\n" not in note and "--gold-sample-before" in note
+
+
+@pytest.mark.parametrize("judged_count, gold, sample, match", [
+    (10, None, None, "would pass or fail on the judge's errors; give this run its gold sample: --gold-sample-after"),
+    (10, "g", None, "give this run its gold sample"),
+    (0, "g", "s", "is labelled by people, not by a judge: --gold-sample-after"),
+    (4, "g", "s", "the other 6 by people: a run is labelled one way"),
+])
+def test_require_gold_refuses(judged_count, gold, sample, match):
+    labels = run_labels([trace(f"q{i}", True, "p", JUDGE if i < judged_count else None) for i in range(10)], "R")
+    with pytest.raises(ValueError, match=match):
+        require_gold(labels, gold, sample, "after")
+
+
+def test_require_gold_says_whether_the_run_needs_its_sample():
+    judged_run = run_labels([trace("q", True, "p", JUDGE)], "R")
+    people = run_labels([trace("q", True, "p")], "R")
+    assert require_gold(judged_run, "g", "s", "before") is True
+    assert require_gold(people, None, None, "before") is False
