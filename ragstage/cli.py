@@ -87,12 +87,13 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError("--gold-sample-before/--sample-before and --gold-sample-after/--sample-after go with "
                          "--gate (or --summary, --junit)")
     from .report import compare  # pandas loads for compare only: attribute prints its rows without it
-    from .run_labels import judge_note, run_labels
+    from .run_labels import LabelCounter, judge_note
 
-    before, after = list(read_any(args.before)), list(read_any(args.after))
-    result = compare(before, after, intersect=args.intersect, require=args.require)
-    for run, name in ((before, args.before), (after, args.after)):
-        note = judge_note(run_labels(run, name))
+    before, after = LabelCounter(args.before), LabelCounter(args.after)
+    result = compare(before.watch(read_any(args.before)), after.watch(read_any(args.after)),
+                     intersect=args.intersect, require=args.require)
+    for counted in (before, after):
+        note = judge_note(counted.result())
         if note:
             print(f"ragstage compare: {note}", file=sys.stderr)
     _print_comparison(result, args.format)
@@ -254,9 +255,11 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     comp.add_argument("--require", choices=["any", "all"], default="any")
     comp.add_argument("--format", choices=["table", "json"], default="table")
     comp.add_argument("--gate", action="store_true",
-                      help="exit 1 when AFTER is worse (McNemar, --max-broken, or a question newly critical)")
+                      help="exit 1 when AFTER is worse (McNemar, --max-broken, or a question newly critical; on runs "
+                           "labelled by a judge, the PPI++ estimate from each run's gold sample)")
     comp.add_argument("--alpha", type=_probability, default=0.05,
-                      help="fail when broken > fixed with exact McNemar p <= ALPHA (default 0.05)")
+                      help="fail when broken > fixed with exact McNemar p <= ALPHA (default 0.05); on runs labelled "
+                           "by a judge, when the 1 - ALPHA PPI++ interval of (fixed - broken) / questions is below 0")
     comp.add_argument("--max-broken", type=_count, default=None, metavar="N",
                       help="fail when more than N questions broke (default: no limit)")
     comp.add_argument("--no-critical", action="store_true",

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .rows import printable
 from .trace import Trace
 
-__all__ = ["RunLabels", "run_labels", "judge_note", "require_gold"]
+__all__ = ["RunLabels", "LabelCounter", "run_labels", "judge_note", "require_gold"]
 
 
 @dataclass(frozen=True)
@@ -38,24 +38,47 @@ class RunLabels:
         return f"{printable(self.name)}: labelled by a judge ({who}) on {self.judged} of {self.traces} traces"
 
 
-def run_labels(traces: Iterable[Trace], name: str) -> RunLabels:
-    """Count the traces each judge labelled (``meta["labels"]``, the silver-labels contract); a
-    ``labels`` entry that is neither a judge's nor people's is an error naming the file, the
-    question and the field."""
-    judges: Counter[str] = Counter()
-    total = 0
-    for t in traces:
-        total += 1
-        labels = t.meta.get("labels") if t.meta else None
+class LabelCounter:
+    """Counts who labelled each trace passed to :meth:`add` (or streamed through :meth:`watch`, so
+    that a command reading a large file need not hold its traces to say whose labels they carry).
+
+    A ``labels`` entry that is neither a judge's nor people's is an error naming the file, the
+    question and the field.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.traces = 0
+        self.judges: Counter[str] = Counter()
+
+    def add(self, trace: Trace) -> None:
+        self.traces += 1
+        labels = trace.meta.get("labels") if trace.meta else None
         if labels is None:
-            continue
+            return
         by = labels.get("by") if isinstance(labels, dict) else None
         if by not in ("judge", "people"):
-            raise ValueError(f"{name}: query_id {printable(t.query_id)!r}: field meta['labels']['by']: "
+            raise ValueError(f"{self.name}: query_id {printable(trace.query_id)!r}: field meta['labels']['by']: "
                              f"'judge' or 'people', got {printable(repr(by if isinstance(labels, dict) else labels))}")
         if by == "judge":
-            judges[f"{labels.get('judge')}, model {labels.get('model')}, prompt {labels.get('prompt')}"] += 1
-    return RunLabels(name, total, dict(judges))
+            self.judges[f"{labels.get('judge')}, model {labels.get('model')}, prompt {labels.get('prompt')}"] += 1
+
+    def watch(self, traces: Iterable[Trace]) -> Iterator[Trace]:
+        """The traces, unchanged, each counted as it passes."""
+        for trace in traces:
+            self.add(trace)
+            yield trace
+
+    def result(self) -> RunLabels:
+        return RunLabels(self.name, self.traces, dict(self.judges))
+
+
+def run_labels(traces: Iterable[Trace], name: str) -> RunLabels:
+    """Count the traces each judge labelled (``meta["labels"]``, the silver-labels contract)."""
+    counter = LabelCounter(name)
+    for trace in traces:
+        counter.add(trace)
+    return counter.result()
 
 
 def judge_note(labels: RunLabels) -> str | None:

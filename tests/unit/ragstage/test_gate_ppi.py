@@ -213,3 +213,17 @@ def test_the_estimate_prints_warns_and_exports_its_three_figures():
     assert big.threshold("paired PPI++", None).startswith("the 95% PPI++ interval")
     assert big.threshold("max broken", 3) == "PPI++ estimate of broken questions > 3"
     assert big.threshold("max broken", None) is None and big.threshold("critical", None) is None
+
+
+def test_alpha_sets_the_level_of_the_interval_the_verdict_reads(ppi_py):
+    runs = judged()
+    wide, narrow = gated(runs).estimate, gated(runs, alpha=0.2).estimate
+    assert (wide.level, narrow.level) == ("95%", "80%") and wide.change.estimate == narrow.change.estimate
+    order = [runs.ids.index(q) for q in runs.drawn]
+    inside = np.isin(runs.ids, runs.drawn)
+    d_judge = runs.judge["after"].astype(float) - runs.judge["before"]
+    d_gold = runs.truth["after"][order].astype(float) - runs.truth["before"][order]
+    low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(d_gold, d_judge[order], d_judge[~inside],
+                                                                   alpha=0.2))
+    assert abs(narrow.change.low - low) <= 1e-9 and abs(narrow.change.high - high) <= 1e-9
+    assert f", 80% {narrow.change.low:+.3f} to {narrow.change.high:+.3f};" in gated(runs, alpha=0.2).verdict.line

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from judged_runs import JUDGE, trace
 
-from ragstage.run_labels import RunLabels, judge_note, require_gold, run_labels
+from ragstage.run_labels import LabelCounter, RunLabels, judge_note, require_gold, run_labels
 
 
 def test_run_labels_counts_each_judge_and_people():
@@ -52,3 +52,11 @@ def test_require_gold_says_whether_the_run_needs_its_sample():
     people = run_labels([trace("q", True, "p")], "R")
     assert require_gold(judged_run, "g", "s", "before") is True
     assert require_gold(people, None, None, "before") is False
+
+
+def test_label_counter_counts_what_streams_through_it_unchanged():
+    traces = [trace("a", True, "p", JUDGE), trace("b", False, "p")]
+    counter = LabelCounter("run.jsonl")
+    assert list(counter.watch(iter(traces))) == traces
+    assert counter.result() == run_labels(traces, "run.jsonl") == RunLabels(
+        "run.jsonl", 2, {"stand-in, model labelled-stand-in, prompt evidence-v1": 1})
