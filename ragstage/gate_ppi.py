@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .attribution import diagnose
 from .gate import GateResult, Pair, Paired, critical_rule, decide, format_p, md_code, md_text, outcome, pair_runs
 from .ppi.estimate import pair
 from .ppi.means import PPIEstimate, ppi_mean, ppi_paired
@@ -69,8 +70,6 @@ def gold_buckets(traces: Sequence[Trace], gold: Sequence[Trace], sample: Sample,
     ``attribute --gold-sample`` (:func:`ragstage.ppi.estimate.pair`: the sample drawn from these
     traces, the gold rows exactly the drawn ones, each labelled); the gold traces must be people's
     and the sample uniform (the paired estimate needs the same questions drawn in both runs)."""
-    from .attribution import diagnose
-
     traces_name, gold_name, sample_name = names
     _uniform(sample, sample_name)
     judged = run_labels(gold, gold_name)
