@@ -227,3 +227,40 @@ def test_alpha_sets_the_level_of_the_interval_the_verdict_reads(ppi_py):
                                                                    alpha=0.2))
     assert abs(narrow.change.low - low) <= 1e-9 and abs(narrow.change.high - high) <= 1e-9
     assert f", 80% {narrow.change.low:+.3f} to {narrow.change.high:+.3f};" in gated(runs, alpha=0.2).verdict.line
+
+
+def test_a_drawn_question_without_its_gold_row_is_refused():
+    runs = judged(questions=60, n=20)
+    gold = [t for t in runs.gold["after"] if t.query_id != runs.drawn[0]]
+    with pytest.raises(ValueError, match=f"1 drawn request\\(s\\) have no row in G: '{runs.drawn[0]}'"):
+        gold_buckets(runs.silver["after"], gold, runs.samples["after"], names=("T", "G", "S"))
+
+
+@pytest.fixture(scope="module")
+def small_runs():
+    return judged(questions=40, n=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), min_size=1))
+def test_any_judge_name_leaves_the_junit_valid_and_the_markdown_its_shape(small_runs, name):
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    import xmlschema
+
+    def result(judge_name: str):
+        judge = {**JUDGE, "judge": judge_name}
+        silver = {side: [dataclasses.replace(t, meta={"labels": judge}) for t in small_runs.silver[side]]
+                  for side in ("before", "after")}
+        return gate_on_judge(silver["before"], silver["after"], gold=(small_runs.gold["before"],
+                                                                      small_runs.gold["after"]),
+                             samples=(small_runs.samples["before"], small_runs.samples["after"]),
+                             names=(name, "after"), gold_names=(name, "g"), sample_names=(name, "s"))
+
+    hostile, plain = result(name), result("plain")
+    schema = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[3] / "tests" / "junit.xsd"))
+    schema.validate(ET.fromstring(hostile.to_junit().split("\n", 1)[1].encode("utf-8")))
+    assert len(hostile.to_markdown().splitlines()) == len(plain.to_markdown().splitlines())
+    assert all("\n" not in line for line in hostile.estimate.text())
+    assert len(hostile.estimate.text()) == len(plain.estimate.text())
