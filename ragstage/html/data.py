@@ -1,33 +1,34 @@
 """What the report and comparison pages show, as one JSON-ready dict: numbers first, then every question.
 
 The numbers come from the functions the command line prints: the attribution and flag
-rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by
-:func:`ragstage.tally.tally_records` (the one loop every reader feeds) and laid out by
-:mod:`ragstage.rows`; the comparison is :meth:`ragstage.report.Comparison.to_dict`, what
-``compare --format json`` prints. A report reads its files once: each trace is counted as
-its row goes onto the page, and bad input fails with the readers' own errors.
+rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by the same call
+(:func:`ragstage.formats.count_files`) and laid out by :mod:`ragstage.rows`; the comparison is
+:meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. Bad input
+fails with the readers' own errors.
 
-Questions are stored compactly (a page may hold 100,000 of them): each row refers to
+Questions are stored compactly (a page may hold 50,000 of them): each row refers to
 small string tables (groups, buckets, reasons) by index, and each trace keeps only the
 fields it sets.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
+from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import read_any
+from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from ..tally import Tally, group_of, tally_records
+from ..tally import Tally, group_of
 from ..trace import Trace
 
-__all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields", "expand_trace", "TABLED_LISTS",
-           "TABLED_TEXTS"]
+__all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "comparison_data", "missing_fields", "expand_trace",
+           "TABLED_LISTS", "TABLED_TEXTS"]
 
 
 def attribute_output(tally: Tally) -> dict[str, list[dict[str, Any]]]:
@@ -156,34 +157,61 @@ def _common(kind: str) -> dict[str, Any]:
     }
 
 
-def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any") -> dict[str, Any]:
-    """The report page's data: ``attribute``'s rows, the funnel, and every question with its trace."""
+#: The most questions a report page lists by default. Every trace is counted in the tables and
+#: figures; a page that also listed a million questions would weigh about a gigabyte and take a
+#: browser minutes to open, so beyond this the page lists the first ones (in file order) and says
+#: how many it left out, bucket by bucket.
+MAX_QUESTIONS = 50_000
+
+
+def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any", *,
+                max_questions: int | None = MAX_QUESTIONS, workers: int | None = None) -> dict[str, Any]:
+    """The report page's data: ``attribute``'s rows, the funnel, and the first ``max_questions``
+    questions (all of them when None) with their traces, and how many of each bucket were left out.
+
+    The numbers are ``attribute``'s one count (:func:`ragstage.formats.count_files`, every trace
+    checked, on ``workers`` processes); the questions listed are read again, and only those.
+    """
     from ..report import funnel_from_tally
 
+    if max_questions is not None and max_questions < 0:
+        raise ValueError(f"max_questions must not be negative, got {max_questions}")
     paths = [str(p) for p in paths]
-    groups, reasons, strings = _Strings(), _Strings(), _Strings()
+    tally = count_files(paths, by=by, require=require, workers=workers)
+    n = sum(tally.totals().values())
+    cap = n if max_questions is None else min(n, max_questions)
+    groups, reasons, strings = _Strings(tally.buckets), _Strings(), _Strings()
     questions: list[dict[str, Any]] = []
-
-    def on_the_page(path: str) -> Iterator[Trace]:
-        for trace in read_any(path):
-            side = _side(trace, diagnose(trace, require), reasons, strings)
-            side["g"] = groups(group_of(trace, by))
-            questions.append(side)
-            yield trace
-
-    tally = Tally()
-    for path in paths:  # one read: every trace is counted as it goes onto the page
-        tally.update(tally_records(on_the_page(path), by, require))
+    for path in paths:
+        if len(questions) >= cap:
+            break
+        traces = read_any(path)
+        try:
+            for trace in islice(traces, cap - len(questions)):
+                side = _side(trace, diagnose(trace, require), reasons, strings)
+                side["g"] = groups(group_of(trace, by))
+                questions.append(side)
+        finally:
+            getattr(traces, "close", lambda: None)()
     counted = attribute_output(tally)
-    table = funnel_from_tally(tally)
     data = _common("report")
     data.update({
-        "files": paths, "by": by, "require": require, "n": len(questions),
+        "files": paths, "by": by, "require": require, "n": n, "listed": len(questions),
+        "left_out": _left_out(tally, questions),
         "attribution": counted["buckets"], "flags": counted["flags"],
-        "funnel": table.to_dict(orient="records"),
+        "funnel": funnel_from_tally(tally).to_dict(orient="records"),
         "groups": groups.items, "reasons": reasons.items, "strings": strings.items, "questions": questions,
     })
     return data
+
+
+def _left_out(tally: Tally, questions: list[dict[str, Any]]) -> dict[str, int]:
+    """``{bucket: questions counted but not listed}``, buckets in their order, zeros left out."""
+    listed = Counter(BUCKETS[q["b"]] for q in questions)
+    total: Counter[str] = Counter()
+    for buckets in tally.buckets.values():
+        total.update(buckets)
+    return {b: total[b] - listed[b] for b in BUCKETS if total[b] > listed[b]}
 
 
 def comparison_data(before: str | Path, after: str | Path, require: str = "any",

@@ -202,6 +202,7 @@
   function questionTable(spec) {
     var host = byId("questions");
     host.appendChild(el("h2", {text: spec.title}));
+    if (spec.note) host.appendChild(spec.note);
     var filters = el("div", {cls: "filters"});
     var state = {page: 0, rows: [], selected: -1};
     var selects = spec.filters.map(function (f) {
@@ -288,8 +289,10 @@
         " no trace, so there is nothing to attribute.";
       return;
     }
+    var partial = DATA.listed < DATA.n;
     var overview = byId("overview");
-    overview.appendChild(el("div", {cls: "cards"}, [card("traces", DATA.n, "card-n"), card("groups", DATA.groups.length, "card-groups")]));
+    overview.appendChild(el("div", {cls: "cards"}, [card("traces", DATA.n, "card-n"), card("groups", DATA.groups.length, "card-groups"),
+                                                     partial ? card("questions listed", DATA.listed, "card-listed") : null]));
     var tables = byId("tables");
     tables.appendChild(el("h2", {text: "Attribution per group (ragstage attribute)"}));
     tables.appendChild(numberTable("attribution-table", DATA.attribution, ["group", "stage", "count", "n", "share", "low", "high"]));
@@ -302,7 +305,7 @@
     var sev = {critical: 0, high: 0, medium: 0, none: 0};
     DATA.questions.forEach(function (q) { sev[q.s || "none"]++; });
     tables.appendChild(el("div", {cls: "cards", id: "severity-cards"}, ["critical", "high", "medium", "none"].map(function (s) {
-      return card("questions of severity " + s, sev[s], "sev-" + s);
+      return card((partial ? "listed questions" : "questions") + " of severity " + s, sev[s], "sev-" + s);
     })));
 
     var bucketOpts = counted(DATA.questions.map(function (q) { return q.b; }), DATA.buckets)
@@ -314,7 +317,9 @@
       return [f, f + " (" + n + ")"];
     }).concat([["(none)", "no flag"]]);
     questionTable({
-      title: "Every question",
+      title: partial ? "The first " + DATA.listed.toLocaleString("en") + " of " + DATA.n.toLocaleString("en") +
+        " questions (in file order)" : "Every question",
+      note: partial ? leftOutNote() : null,
       columns: ["id", "question", "group", "bucket", "reason", "severity", "flags"],
       filters: [
         {id: "bucket", label: "bucket", options: bucketOpts, test: function (q, v) { return DATA.buckets[q.b] === v; }},
@@ -333,6 +338,17 @@
       },
       detail: function (q) { return traceView(q, null, DATA.groups[q.g]); }
     });
+  }
+
+  // What the question table does not list, bucket by bucket: every trace is in the numbers above.
+  function leftOutNote() {
+    var left = DATA.n - DATA.listed;
+    var parts = Object.keys(DATA.left_out).map(function (b) { return b + " " + DATA.left_out[b].toLocaleString("en"); });
+    return el("p", {id: "left-out", cls: "note", "data-value": String(left)}, [
+      left.toLocaleString("en") + " questions are counted in every table and figure above but not listed below (" +
+      parts.join(", ") + "). ", el("code", {text: "ragstage report --max-questions N"}), " lists more (-1: all; a page " +
+      "of every question of a large file may be too heavy for a browser); ", el("code", {text: "ragstage attribute"}),
+      " and the Python API read every trace."]);
   }
 
   // ---- the comparison page ------------------------------------------------------------------
