@@ -133,12 +133,15 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare:
         if len(args.files) != 2:
             raise ValueError(f"--compare takes two trace files, BEFORE and AFTER; got {len(args.files)}")
+        if args.gold_sample or args.sample:
+            raise ValueError("--gold-sample and --sample make a report of one run; they do not combine with --compare")
         n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect)
         print(f"wrote the comparison of {n} paired questions to {args.out}", file=sys.stderr)
     else:
         n = write_report(args.files, args.out, by=by, require=args.require, workers=args.workers,
                          max_questions=MAX_QUESTIONS if args.max_questions is None
-                         else None if args.max_questions < 0 else args.max_questions)
+                         else None if args.max_questions < 0 else args.max_questions,
+                         gold_sample=args.gold_sample, sample=args.sample)
         print(f"wrote the report of {n} traces to {args.out}", file=sys.stderr)
     return 0
 
@@ -230,6 +233,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
                      help="list the first N questions on the page (-1: all; default 50,000); every trace is "
                      "counted, and the page says how many of each bucket it does not list")
     rep.add_argument("--workers", type=int, default=None, help="processes that count (default: all cores)")
+    rep.add_argument("--gold-sample", metavar="GOLD_TRACES",
+                     help="gold-labelled traces of the sampled requests: the page adds the PPI++ rates (with --sample)")
+    rep.add_argument("--sample", metavar="SAMPLE", help="the sample file of `ragstage sample`")
     rep.set_defaults(func=_report)
 
     conv = sub.add_parser("convert", help="write traces from JSON Lines to Parquet or back (validated on the way)")

@@ -56,9 +56,8 @@ TABLED_LISTS = ("gold", "retrieved", "reranked", "prompt", "answer_ids", "trunca
 TABLED_TEXTS = ("pipeline", "model", "prompt_version", "timestamp", "prompt_source")
 
 
-def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
-    """The trace's fields without those left at their default, ranked lists as parallel arrays,
-    recurring strings as indices into ``strings`` (see :func:`expand_trace`).
+def _compact(trace: Trace) -> dict[str, Any]:
+    """The trace's fields without those left at their default, ranked lists as parallel arrays.
 
     A page may hold 100,000 traces, so a ranked list is stored as ``retrieved`` (ids),
     ``retrieved_scores`` and ``retrieved_sections`` rather than as one object per entry.
@@ -77,18 +76,25 @@ def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
                 values = getattr(trace, f"{stage}_{part}")
                 if values is not None:
                     out[f"{stage}_{part}"] = values
-    for name in TABLED_LISTS:
-        values = out.get(name)
-        if values is not None:
-            out[name] = [strings[v] for v in values]
-    for name in TABLED_TEXTS:
-        if name in out:
-            out[name] = strings[out[name]]
     return out
 
 
+def _tabled(fields: dict[str, Any], strings: "_Strings") -> dict[str, Any]:
+    """``fields`` (of :func:`_compact`) with their recurring strings as indices into ``strings``
+    (see :func:`expand_trace`), changed in place."""
+    index = strings.__getitem__  # a text already in the table costs one lookup in C
+    for name in TABLED_LISTS:
+        values = fields.get(name)
+        if values is not None:
+            fields[name] = list(map(index, values))
+    for name in TABLED_TEXTS:
+        if name in fields:
+            fields[name] = index(fields[name])
+    return fields
+
+
 def expand_trace(t: dict[str, Any], strings: Sequence[str]) -> dict[str, Any]:
-    """A question's stored fields with the indices of :func:`_compact` back as their strings
+    """A question's stored fields with the indices of :func:`_tabled` back as their strings
     (what the page's script does before it shows a trace)."""
     out = dict(t)
     for name in TABLED_LISTS:
@@ -139,11 +145,14 @@ def _flag_mask(flags: Iterable[str]) -> int:
     return mask
 
 
-def _side(trace: Trace, d: Diagnosis, reasons: _Strings, strings: _Strings) -> dict[str, Any]:
-    """One trace on the page: its compact fields, its diagnosis and the doctor's missing fields."""
-    return {"t": _compact(trace, strings), "b": _BUCKET[d.stage.value], "r": reasons(d.reason),
-            "f": _flag_mask(d.flags), "s": d.severity, "m": missing_fields(trace), "recall": d.recall,
-            "retention": d.retention}
+def _side(trace: Trace, d: Diagnosis, reasons: _Strings, fields: dict[str, Any] | None) -> dict[str, Any]:
+    """One trace on the page: its stored ``fields`` (none for the after side of a comparison, stored as
+    its difference), its diagnosis and the doctor's missing fields."""
+    side = {"b": _BUCKET[d.stage.value], "r": reasons(d.reason), "f": _flag_mask(d.flags), "s": d.severity,
+            "m": missing_fields(trace), "recall": d.recall, "retention": d.retention}
+    if fields is not None:
+        side["t"] = fields
+    return side
 
 
 def _common(kind: str) -> dict[str, Any]:
@@ -165,39 +174,51 @@ MAX_QUESTIONS = 50_000
 
 
 def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any", *,
-                max_questions: int | None = MAX_QUESTIONS, workers: int | None = None) -> dict[str, Any]:
+                max_questions: int | None = MAX_QUESTIONS, workers: int | None = None,
+                gold_sample: str | Path | None = None, sample: str | Path | None = None) -> dict[str, Any]:
     """The report page's data: ``attribute``'s rows, the funnel, and the first ``max_questions``
     questions (all of them when None) with their traces, and how many of each bucket were left out.
 
     The numbers are ``attribute``'s one count (:func:`ragstage.formats.count_files`, every trace
-    checked, on ``workers`` processes); the questions listed are read again, and only those.
+    checked, on ``workers`` processes); the questions listed are read again, and only those, and
+    say how many carry a judge's labels (:func:`ragstage.html.gold.judge_labels`). With
+    ``gold_sample`` and ``sample`` (one file of silver traces), the page also holds the rates of
+    ``attribute --gold-sample`` (:func:`ragstage.html.gold.gold_sample_data`).
     """
     from ..report import funnel_from_tally
+    from .gold import gold_sample_data, judge_labels
 
     if max_questions is not None and max_questions < 0:
         raise ValueError(f"max_questions must not be negative, got {max_questions}")
+    if (gold_sample is None) != (sample is None):
+        raise ValueError("--gold-sample and --sample go together: the gold traces and the sample file they label")
+    if gold_sample is not None and len(paths) != 1:
+        raise ValueError(f"with --gold-sample, give one SILVER_TRACES file; got {len(paths)}")
     paths = [str(p) for p in paths]
+    estimate = None if gold_sample is None else gold_sample_data(paths[0], gold_sample, sample, require)
     tally = count_files(paths, by=by, require=require, workers=workers)
     n = sum(tally.totals().values())
     cap = n if max_questions is None else min(n, max_questions)
     groups, reasons, strings = _Strings(tally.buckets), _Strings(), _Strings()
     questions: list[dict[str, Any]] = []
+    metas = []
     for path in paths:
         if len(questions) >= cap:
             break
         traces = read_any(path)
         try:
             for trace in islice(traces, cap - len(questions)):
-                side = _side(trace, diagnose(trace, require), reasons, strings)
+                side = _side(trace, diagnose(trace, require), reasons, _tabled(_compact(trace), strings))
                 side["g"] = groups(group_of(trace, by))
                 questions.append(side)
+                metas.append(trace.meta)
         finally:
             getattr(traces, "close", lambda: None)()
     counted = attribute_output(tally)
     data = _common("report")
     data.update({
         "files": paths, "by": by, "require": require, "n": n, "listed": len(questions),
-        "left_out": _left_out(tally, questions),
+        "left_out": _left_out(tally, questions), "judge_labels": judge_labels(metas), "gold_sample": estimate,
         "attribution": counted["buckets"], "flags": counted["flags"],
         "funnel": funnel_from_tally(tally).to_dict(orient="records"),
         "groups": groups.items, "reasons": reasons.items, "strings": strings.items, "questions": questions,
@@ -225,9 +246,11 @@ def comparison_data(before: str | Path, after: str | Path, require: str = "any",
     status = {s: i for i, s in enumerate(STATUSES)}
     questions = []
     for p in paired.pairs:
-        a = _side(p.before, p.before_diagnosis, reasons, strings)
-        z = _side(p.after, p.after_diagnosis, reasons, strings)
-        z.update(_difference(a["t"], z.pop("t")))
+        fields = _compact(p.before)
+        change = _difference(fields, _compact(p.after))  # before tabling: only what changed is tabled twice
+        a = _side(p.before, p.before_diagnosis, reasons, _tabled(fields, strings))
+        z = _side(p.after, p.after_diagnosis, reasons, None)
+        z.update(d=_tabled(change["d"], strings), gone=change["gone"])
         questions.append({"id": p.query_id, "st": status[p.status], "crit": list(p.newly_critical), "a": a, "z": z})
     data = _common("compare")
     data.update({
