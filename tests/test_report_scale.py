@@ -106,3 +106,19 @@ def test_recurring_strings_are_stored_once_and_come_back_whole(tmp_path):
 
     stored = report_data([path])
     assert [Trace(**expand_trace(q["t"], stored["strings"])) for q in stored["questions"]] == traces
+
+
+def test_a_report_of_a_pipe_reads_it_once_and_lists_its_questions(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    path, out = tmp_path / "t.jsonl", tmp_path / "r.html"
+    run(path, 60)
+    for cap, listed in (("-1", 60), ("20", 20)):
+        done = subprocess.run([sys.executable, "-m", "ragstage.cli", "report", "/dev/stdin", "--out", str(out),
+                               "--max-questions", cap], input=path.read_text(), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        data = json.loads(out.read_text().split('id="ragstage-data">')[1].split("</script>")[0])
+        assert (data["n"], data["listed"]) == (60, listed)
+        assert sum(data["left_out"].values()) == 60 - listed

@@ -13,18 +13,19 @@ fields it sets.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from functools import cache
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
 from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
-from ..tally import Tally, group_of
+from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
 
 __all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "comparison_data", "missing_fields", "expand_trace",
@@ -180,8 +181,9 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
     questions (all of them when None) with their traces, and how many of each bucket were left out.
 
     The numbers are ``attribute``'s one count (:func:`ragstage.formats.count_files`, every trace
-    checked, on ``workers`` processes); the questions listed are read again, and only those, and
-    say how many carry a judge's labels (:func:`ragstage.html.gold.judge_labels`). With
+    checked, on ``workers`` processes); the questions listed are read again, and only those (input
+    from a pipe, which can be read once, is counted in this process as its first questions are
+    listed), and say how many carry a judge's labels (:func:`ragstage.html.gold.judge_labels`). With
     ``gold_sample`` and ``sample`` (one file of silver traces), the page also holds the rates of
     ``attribute --gold-sample`` (:func:`ragstage.html.gold.gold_sample_data`).
     """
@@ -196,24 +198,39 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
         raise ValueError(f"with --gold-sample, give one SILVER_TRACES file; got {len(paths)}")
     paths = [str(p) for p in paths]
     estimate = None if gold_sample is None else gold_sample_data(paths[0], gold_sample, sample, require)
-    tally = count_files(paths, by=by, require=require, workers=workers)
-    n = sum(tally.totals().values())
-    cap = n if max_questions is None else min(n, max_questions)
-    groups, reasons, strings = _Strings(tally.buckets), _Strings(), _Strings()
     questions: list[dict[str, Any]] = []
-    metas = []
-    for path in paths:
-        if len(questions) >= cap:
-            break
-        traces = read_any(path)
-        try:
-            for trace in islice(traces, cap - len(questions)):
+    metas: list[Any] = []
+    groups, reasons, strings = _Strings(), _Strings(), _Strings()
+    limit = math.inf if max_questions is None else max_questions
+
+    def listing(traces: Iterable[Trace]) -> Iterator[Trace]:
+        """Every trace of ``traces``, the first of them (up to ``limit`` on the page) listed as they pass."""
+        for trace in traces:
+            if len(questions) < limit:
                 side = _side(trace, diagnose(trace, require), reasons, _tabled(_compact(trace), strings))
                 side["g"] = groups(group_of(trace, by))
                 questions.append(side)
                 metas.append(trace.meta)
-        finally:
-            getattr(traces, "close", lambda: None)()
+            yield trace
+
+    if all(Path(p).is_file() or Path(p).is_dir() for p in paths):
+        tally = count_files(paths, by=by, require=require, workers=workers)
+        for group in tally.buckets:
+            groups[group]
+        for path in paths:
+            traces = read_any(path)
+            try:  # the questions listed are read again, and only those
+                for _ in listing(islice(traces, max(0, min(limit, _traces_in(tally)) - len(questions)))):
+                    pass
+            finally:
+                getattr(traces, "close", lambda: None)()
+    else:  # a pipe can be read once: each trace is counted as it goes by, the first ones listed
+        tally = Tally()
+        for path in paths:
+            tally.update(tally_records(listing(read_any(path)), by, require))
+    for group in tally.buckets:  # every group is named on the page, listed or not
+        groups[group]
+    n = _traces_in(tally)
     counted = attribute_output(tally)
     data = _common("report")
     data.update({
@@ -224,6 +241,11 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
         "groups": groups.items, "reasons": reasons.items, "strings": strings.items, "questions": questions,
     })
     return data
+
+
+def _traces_in(tally: Tally) -> int:
+    """The number of traces a tally counted."""
+    return sum(tally.totals().values())
 
 
 def _left_out(tally: Tally, questions: list[dict[str, Any]]) -> dict[str, int]:
