@@ -133,8 +133,12 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare:
         if len(args.files) != 2:
             raise ValueError(f"--compare takes two trace files, BEFORE and AFTER; got {len(args.files)}")
-        if args.gold_sample or args.sample:
-            raise ValueError("--gold-sample and --sample make a report of one run; they do not combine with --compare")
+        unused = [name for name, value in (("--gold-sample", args.gold_sample), ("--sample", args.sample),
+                                           ("--max-questions", args.max_questions), ("--workers", args.workers))
+                  if value is not None]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} make a report of one run; the comparison page lists every "
+                             "paired question and does not combine with them")
         n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect)
         print(f"wrote the comparison of {n} paired questions to {args.out}", file=sys.stderr)
     else:

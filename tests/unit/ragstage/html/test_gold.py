@@ -59,7 +59,7 @@ def test_the_command_line_writes_the_page_and_refuses_what_does_not_belong_toget
                            "one SILVER_TRACES"),
                           ((run["silver"], "--gold-sample", half, "--sample", run["sample"]), "have no row in"),
                           ((run["silver"], run["gold"], "--compare", "--gold-sample", run["gold"], "--sample",
-                            run["sample"]), "do not combine with --compare")):
+                            run["sample"]), "does not combine with them")):
         done = ragstage("report", *args, "--out", run["tmp"] / "refused.html")
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
         assert not (run["tmp"] / "refused.html").exists()
