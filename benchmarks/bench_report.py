@@ -1,27 +1,29 @@
-"""Benchmark: the HTML report and the gate on 100,000 traces, next to ``attribute`` and ``compare`` in one run.
+"""Benchmark: the HTML report beside ``attribute`` at 100,000 and 1,000,000 traces (and the gate), in one run.
 
-Writes two runs of synthetic traces (seeded; 10 retrieved ids with scores and sections, 5
-reranked, 1-3 in the prompt, a question and an answer text with citation markers) where
-the second run fixes and breaks a few percent of the questions, then times, each in a
-fresh subprocess:
+Writes two runs of synthetic traces per size (seeded; 10 retrieved ids with scores and
+sections, 5 reranked, 1-3 in the prompt, a question and an answer text with citation markers)
+where the second run fixes and breaks a few percent of the questions. For each size it times,
+each in a fresh subprocess and alternating which goes first, ``rounds`` times:
 
 * ``ragstage attribute BEFORE --format json`` (the peer: the same numbers, no page);
 * ``ragstage report BEFORE --out report.html``;
-* ``ragstage compare BEFORE AFTER --format json`` (the peer of the next two);
-* ``ragstage report BEFORE AFTER --compare --out compare.html``;
-* ``ragstage compare BEFORE AFTER --gate --summary ... --junit ...``;
 
-and prints the size of each page. With Chromium and Playwright installed it also opens
-both pages headless and times loading them, a bucket filter, a text search and opening a
-trace (the page renders 100 rows at a time). Speed is measured here, never asserted in a test.
+and prints the medians of wall time, CPU time (user + system, every process) and peak
+memory (RSS of the largest process), and the page's size. With Chromium and Playwright
+installed it opens each page headless and prints the median time to load it until its tables
+are drawn. ``--compare`` also times, at the first size, ``compare --format json`` beside
+``report --compare`` and ``compare --gate --summary --junit``, and a reader's first steps on
+both pages (a filter, a search, opening a trace). Speed is measured here, never asserted in
+a test.
 
-    python benchmarks/bench_report.py [--traces 100000] [--folder /tmp/ragstage-bench-report]
+    python benchmarks/bench_report.py [--traces 100000 1000000] [--rounds 3] [--compare]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -72,23 +74,48 @@ def write_runs(before: Path, after: Path, n: int, seed: int = 0) -> None:
             b.write(orjson.dumps(rec) + b"\n")
 
 
-def browse(pages: dict[str, Path]) -> None:
-    """Open each page in headless Chromium and time what a reader does first."""
+def open_times(pages: dict[str, Path], rounds: int) -> dict[str, float] | None:
+    """The median seconds headless Chromium takes to load each page until its tables are drawn
+    (a fresh tab each round), or None without Chromium or Playwright."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         print("\n(no playwright: the pages were not opened)")
-        return
+        return None
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from browser_helpers import CHROMIUM_ARGS, find_chromium
 
     chromium = find_chromium()
     if chromium is None:
         print("\n(no Chromium: the pages were not opened)")
-        return
-    print(f"\n{'in headless Chromium':44} {'seconds':>8}")
+        return None
+    out = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        for name, path in pages.items():
+            seconds = []
+            for _ in range(rounds):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                t0 = time.perf_counter()
+                page.goto(path.resolve().as_uri(), timeout=600_000)
+                page.wait_for_selector("body[data-ready=true]", timeout=600_000)
+                seconds.append(time.perf_counter() - t0)
+                page.close()
+            out[name] = statistics.median(seconds)
+        browser.close()
+    return out
+
+
+def browse(pages: dict[str, Path]) -> None:
+    """Open each page in headless Chromium and time what a reader does first."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from browser_helpers import CHROMIUM_ARGS, find_chromium
+
+    print(f"\n{'in headless Chromium':44} {'seconds':>8}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS, headless=True)
         for name, path in pages.items():
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             t0 = time.perf_counter()
@@ -114,41 +141,82 @@ def browse(pages: dict[str, Path]) -> None:
         browser.close()
 
 
+def median_rows(runs: list[list[dict]]) -> list[dict]:
+    """Per command, the median of each measure over the rounds."""
+    return [{"label": rounds[0]["label"], **{k: statistics.median(r[k] for r in rounds)
+                                             for k in ("wall", "cpu", "peak_mb")}} for rounds in zip(*runs)]
+
+
+def report_beside_attribute(traces: Path, folder: Path, rounds: int) -> Path:
+    """``attribute`` and ``report`` on one file, alternating, ``rounds`` times; prints the medians."""
+    cli = [sys.executable, "-m", "ragstage.cli"]
+    page = folder / f"report-{traces.stem}.html"
+    runs = []
+    for i in range(rounds):
+        pair = [timed([*cli, "attribute", str(traces), "--format", "json"], "attribute --format json"),
+                timed([*cli, "report", str(traces), "--out", str(page)], "report --out report.html")]
+        runs.append(pair if i % 2 == 0 else pair[::-1])
+    runs = [sorted(r, key=lambda row: row["label"]) for r in runs]
+    show(median_rows(runs), reference="attribute --format json")
+    return page
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--traces", type=int, default=100_000)
+    parser.add_argument("--traces", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per size (medians are shown)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/ragstage-bench-report"))
+    parser.add_argument("--compare", action="store_true",
+                        help="also time compare, the comparison page and the gate (at the first size)")
     parser.add_argument("--no-browser", action="store_true", help="do not open the pages in Chromium")
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
-    before, after = args.folder / "before.jsonl", args.folder / "after.jsonl"
-    t0 = time.perf_counter()
-    write_runs(before, after, args.traces)
-    print(f"wrote 2 x {args.traces:,} traces ({before.stat().st_size / 1e6:.1f} MB each) "
-          f"in {time.perf_counter() - t0:.1f} s\n")
+    pages = {}
+    for n in args.traces:
+        before, after = args.folder / f"before-{n}.jsonl", args.folder / f"after-{n}.jsonl"
+        if not before.exists():
+            t0 = time.perf_counter()
+            write_runs(before, after, n)
+            print(f"wrote 2 x {n:,} traces ({before.stat().st_size / 1e6:.1f} MB each) "
+                  f"in {time.perf_counter() - t0:.1f} s")
+        print(f"\n{n:,} traces, median of {args.rounds} rounds")
+        page = report_beside_attribute(before, args.folder, args.rounds)
+        pages[f"report of {n:,}"] = page
+        print(f"{'page size':44} {page.stat().st_size / 1e6:8.1f} MB")
+    if not args.no_browser:
+        opened = open_times(pages, args.rounds)
+        if opened:
+            print(f"\n{'open in headless Chromium (median)':44} {'seconds':>8}")
+            for name, seconds in opened.items():
+                print(f"{name:44} {seconds:8.2f}")
+    if args.compare:
+        compare_pages(args.folder, args.traces[0], args.no_browser)
+    return 0
+
+
+def compare_pages(folder: Path, n: int, no_browser: bool) -> None:
+    """``compare``, the comparison page and the gate on ``n`` traces, beside ``compare --format json``."""
+    before, after = folder / f"before-{n}.jsonl", folder / f"after-{n}.jsonl"
     cli = [sys.executable, "-m", "ragstage.cli"]
-    report, comparison = args.folder / "report.html", args.folder / "compare.html"
+    report, comparison = folder / "report.html", folder / "compare.html"
     rows = [
-        timed([*cli, "attribute", str(before), "--format", "json"], "attribute --format json"),
-        timed([*cli, "report", str(before), "--out", str(report)], "report --out report.html"),
         timed([*cli, "compare", str(before), str(after), "--format", "json"], "compare --format json"),
         timed([*cli, "report", str(before), str(after), "--compare", "--out", str(comparison)],
               "report --compare --out compare.html"),
     ]
-    show(rows, reference="attribute --format json")
     allow_1 = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode > 1)"  # 1: the gate failed
-    gated = timed([sys.executable, "-c", allow_1,
-                   *cli, "compare", str(before), str(after), "--gate", "--summary", str(args.folder / "summary.md"),
-                   "--junit", str(args.folder / "gate.xml")], "compare --gate --summary --junit")
-    print()
-    show([rows[2], gated], reference="compare --format json")
-    print(f"\nverdict: {gated['stdout'].strip().splitlines()[-1]}")
+    rows.append(timed([sys.executable, "-c", allow_1,
+                       *cli, "compare", str(before), str(after), "--gate", "--summary", str(folder / "summary.md"),
+                       "--junit", str(folder / "gate.xml")], "compare --gate --summary --junit"))
+    print(f"\n{n:,} paired questions")
+    show(rows, reference="compare --format json")
+    print(f"\nverdict: {rows[2]['stdout'].strip().splitlines()[-1]}")
     print(f"\n{'file':44} {'MB':>8}")
-    for path in (before, report, comparison, args.folder / "summary.md", args.folder / "gate.xml"):
+    for path in (comparison, folder / "summary.md", folder / "gate.xml"):
         print(f"{path.name:44} {path.stat().st_size / 1e6:8.1f}")
-    if not args.no_browser:
+    if not no_browser:
+        timed([*cli, "report", str(before), "--out", str(report)], "report")
         browse({"report": report, "compare": comparison})
-    return 0
 
 
 if __name__ == "__main__":

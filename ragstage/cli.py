@@ -23,13 +23,14 @@ import orjson
 
 from .errors import TraceError
 from .formats import convert, count_files, read_any
-from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
+from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows, table_cell
 
 __all__ = ["main", "build_parser"]
 
 
 def _fmt_table(rows: list[dict], columns: list[str]) -> str:
-    """A plain fixed-width table: readable in a terminal, stable in a README."""
+    """A plain fixed-width table: readable in a terminal, stable in a README, and inert in a CI log
+    (every text cell through :func:`ragstage.rows.table_cell`, so no line begins with data)."""
     cells = [[_fmt(r[c]) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
@@ -41,7 +42,7 @@ def _fmt_table(rows: list[dict], columns: list[str]) -> str:
 def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
-    return str(value)
+    return table_cell(value) if isinstance(value, str) else str(value)
 
 
 def _numeric(text: str) -> bool:
@@ -177,16 +178,25 @@ def _add_gold_sample_options(comp: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .html import write_comparison, write_report
+    from .html import MAX_QUESTIONS, write_comparison, write_report
 
     by = None if args.by in ("", "none") else args.by
     if args.compare:
         if len(args.files) != 2:
             raise ValueError(f"--compare takes two trace files, BEFORE and AFTER; got {len(args.files)}")
+        unused = [name for name, value in (("--gold-sample", args.gold_sample), ("--sample", args.sample),
+                                           ("--max-questions", args.max_questions), ("--workers", args.workers))
+                  if value is not None]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} make a report of one run; the comparison page lists every "
+                             "paired question and does not combine with them")
         n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect)
         print(f"wrote the comparison of {n} paired questions to {args.out}", file=sys.stderr)
     else:
-        n = write_report(args.files, args.out, by=by, require=args.require)
+        n = write_report(args.files, args.out, by=by, require=args.require, workers=args.workers,
+                         max_questions=MAX_QUESTIONS if args.max_questions is None
+                         else None if args.max_questions < 0 else args.max_questions,
+                         gold_sample=args.gold_sample, sample=args.sample)
         print(f"wrote the report of {n} traces to {args.out}", file=sys.stderr)
     return 0
 
@@ -277,6 +287,13 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     rep.add_argument("--require", choices=["any", "all"], default="any")
     rep.add_argument("--compare", action="store_true", help="a comparison page of BEFORE and AFTER")
     rep.add_argument("--intersect", action="store_true", help="with --compare: only the questions both runs have")
+    rep.add_argument("--max-questions", type=int, default=None, metavar="N",
+                     help="list the first N questions on the page (-1: all; default 50,000); every trace is "
+                     "counted, and the page says how many of each bucket it does not list")
+    rep.add_argument("--workers", type=int, default=None, help="processes that count (default: all cores)")
+    rep.add_argument("--gold-sample", metavar="GOLD_TRACES",
+                     help="gold-labelled traces of the sampled requests: the page adds the PPI++ rates (with --sample)")
+    rep.add_argument("--sample", metavar="SAMPLE", help="the sample file of `ragstage sample`")
     rep.set_defaults(func=_report)
 
     conv = sub.add_parser("convert", help="write traces from JSON Lines to Parquet or back (validated on the way)")

@@ -14,7 +14,7 @@ from typing import Mapping
 from .attribution import BUCKETS, FLAGS, SEVERITY
 from .stats import wilson
 
-__all__ = ["TABLE_COLUMNS", "FLAG_COLUMNS", "bucket_rows", "check_buckets", "flag_rows", "printable"]
+__all__ = ["TABLE_COLUMNS", "FLAG_COLUMNS", "bucket_rows", "check_buckets", "flag_rows", "printable", "table_cell"]
 
 TABLE_COLUMNS = ["group", "stage", "count", "n", "share", "low", "high"]
 FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high"]
@@ -23,6 +23,7 @@ FLAG_COLUMNS = ["group", "flag", "severity", "count", "n", "share", "low", "high
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Bidirectional overrides and isolates: they reorder what a reader sees around them.
 _BIDI = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+_V1_COMMAND, _V1_SHOWN = "##[", "#\\x23["
 
 
 def _escape(char: str) -> str:
@@ -50,11 +51,28 @@ def printable(text: str) -> str:
     Names and ids come from data: printed raw, a newline in one starts a line of its own
     (which a CI runner may take as a workflow command), an ESC drives the terminal, and
     ``\\u0000`` or ``\\ufffe`` make an XML file unreadable. Escaped (``\\n``, ``\\x1b``,
-    ``\\ufffe``) they stay visible and inert; every other character is kept as it is.
+    ``\\ufffe``) they stay visible and inert; every other character is kept as it is, but for
+    the second ``#`` of ``##[`` (shown ``#\\x23[``): GitHub Actions runs ``##[command]`` found
+    anywhere in a line of output (the older form of its workflow commands).
     """
     if text.isprintable() and not _BIDI.intersection(text):
-        return text
-    return "".join(_escape(c) if _acts(c) else c for c in text)
+        return text.replace(_V1_COMMAND, _V1_SHOWN)
+    return "".join(_escape(c) if _acts(c) else c for c in text).replace(_V1_COMMAND, _V1_SHOWN)
+
+
+def table_cell(text: str) -> str:
+    """A name or id as a cell of a printed table: :func:`printable`, and in double quotes unless it
+    begins with a letter or a digit.
+
+    A table's first column holds names from data, and a line of output that begins with ``::``
+    (leading blanks skipped) is run by GitHub Actions as a workflow command: quoted, a name such
+    as ``::error title=x::y`` begins its line with ``"`` and is only shown. The names people give
+    their pipelines (``baseline``, ``hybrid-v2``) stay as they are.
+    """
+    shown = printable(text)
+    if shown[:1].isalnum():
+        return shown
+    return f'"{shown}"'
 
 
 def check_buckets(counts: Mapping[str, Mapping[str, int]]) -> None:

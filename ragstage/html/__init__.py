@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..atomic import atomic_write_bytes
+from .data import MAX_QUESTIONS
 
-__all__ = ["report_html", "comparison_html", "write_report", "write_comparison", "MAX_DRAWN_GROUPS"]
+__all__ = ["report_html", "comparison_html", "write_report", "write_comparison", "MAX_DRAWN_GROUPS", "MAX_QUESTIONS"]
 
 
 def _report_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -64,12 +65,16 @@ def _figures(data: dict[str, Any], plots: Any) -> list[tuple[str, str, str]]:
 
 
 def report_html(paths: Sequence[str | Path], *, by: str | None = "pipeline", require: str = "any",
-                title: str | None = None) -> tuple[str, int]:
-    """``(page, number of traces)``: the report page of the traces in ``paths``."""
+                title: str | None = None, max_questions: int | None = MAX_QUESTIONS, workers: int | None = None,
+                gold_sample: str | Path | None = None, sample: str | Path | None = None) -> tuple[str, int]:
+    """``(page, number of traces)``: the report page of the traces in ``paths``, listing the first
+    ``max_questions`` questions (all when None), with the rates of a gold sample when given (see
+    :func:`ragstage.html.data.report_data`)."""
     from .data import report_data
     from .page import render_page
 
-    data = report_data(paths, by=by, require=require)
+    data = report_data(paths, by=by, require=require, max_questions=max_questions, workers=workers,
+                       gold_sample=gold_sample, sample=sample)
     name = title or "ragstage report: " + ", ".join(Path(p).name for p in paths)
     return render_page(data, name, _report_figures(data)), data["n"]
 
@@ -99,10 +104,13 @@ def _comparison_figures(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None = "pipeline",
-                 require: str = "any") -> int:
-    """Write the report page to ``out`` (atomically); returns the number of traces on it."""
-    page, n = report_html(paths, by=by, require=require)
-    atomic_write_bytes(out, page, inputs=paths)
+                 require: str = "any", max_questions: int | None = MAX_QUESTIONS, workers: int | None = None,
+                 gold_sample: str | Path | None = None, sample: str | Path | None = None) -> int:
+    """Write the report page to ``out`` (atomically); returns the number of traces counted on it."""
+    page, n = report_html(paths, by=by, require=require, max_questions=max_questions, workers=workers,
+                          gold_sample=gold_sample, sample=sample)
+    inputs = [*paths, *(p for p in (gold_sample, sample) if p is not None)]
+    atomic_write_bytes(out, page, inputs=inputs)
     return n
 
 

@@ -1,33 +1,35 @@
 """What the report and comparison pages show, as one JSON-ready dict: numbers first, then every question.
 
 The numbers come from the functions the command line prints: the attribution and flag
-rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by
-:func:`ragstage.tally.tally_records` (the one loop every reader feeds) and laid out by
-:mod:`ragstage.rows`; the comparison is :meth:`ragstage.report.Comparison.to_dict`, what
-``compare --format json`` prints. A report reads its files once: each trace is counted as
-its row goes onto the page, and bad input fails with the readers' own errors.
+rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by the same call
+(:func:`ragstage.formats.count_files`) and laid out by :mod:`ragstage.rows`; the comparison is
+:meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. Bad input
+fails with the readers' own errors.
 
-Questions are stored compactly (a page may hold 100,000 of them): each row refers to
+Questions are stored compactly (a page may hold 50,000 of them): each row refers to
 small string tables (groups, buckets, reasons) by index, and each trace keeps only the
 fields it sets.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import read_any
+from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
 from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
 
-__all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields", "expand_trace", "TABLED_LISTS",
-           "TABLED_TEXTS"]
+__all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "comparison_data", "missing_fields", "expand_trace",
+           "TABLED_LISTS", "TABLED_TEXTS"]
 
 
 def attribute_output(tally: Tally) -> dict[str, list[dict[str, Any]]]:
@@ -55,9 +57,8 @@ TABLED_LISTS = ("gold", "retrieved", "reranked", "prompt", "answer_ids", "trunca
 TABLED_TEXTS = ("pipeline", "model", "prompt_version", "timestamp", "prompt_source")
 
 
-def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
-    """The trace's fields without those left at their default, ranked lists as parallel arrays,
-    recurring strings as indices into ``strings`` (see :func:`expand_trace`).
+def _compact(trace: Trace) -> dict[str, Any]:
+    """The trace's fields without those left at their default, ranked lists as parallel arrays.
 
     A page may hold 100,000 traces, so a ranked list is stored as ``retrieved`` (ids),
     ``retrieved_scores`` and ``retrieved_sections`` rather than as one object per entry.
@@ -76,18 +77,25 @@ def _compact(trace: Trace, strings: "_Strings") -> dict[str, Any]:
                 values = getattr(trace, f"{stage}_{part}")
                 if values is not None:
                     out[f"{stage}_{part}"] = values
-    for name in TABLED_LISTS:
-        values = out.get(name)
-        if values is not None:
-            out[name] = [strings[v] for v in values]
-    for name in TABLED_TEXTS:
-        if name in out:
-            out[name] = strings[out[name]]
     return out
 
 
+def _tabled(fields: dict[str, Any], strings: "_Strings") -> dict[str, Any]:
+    """``fields`` (of :func:`_compact`) with their recurring strings as indices into ``strings``
+    (see :func:`expand_trace`), changed in place."""
+    index = strings.__getitem__  # a text already in the table costs one lookup in C
+    for name in TABLED_LISTS:
+        values = fields.get(name)
+        if values is not None:
+            fields[name] = list(map(index, values))
+    for name in TABLED_TEXTS:
+        if name in fields:
+            fields[name] = index(fields[name])
+    return fields
+
+
 def expand_trace(t: dict[str, Any], strings: Sequence[str]) -> dict[str, Any]:
-    """A question's stored fields with the indices of :func:`_compact` back as their strings
+    """A question's stored fields with the indices of :func:`_tabled` back as their strings
     (what the page's script does before it shows a trace)."""
     out = dict(t)
     for name in TABLED_LISTS:
@@ -138,11 +146,14 @@ def _flag_mask(flags: Iterable[str]) -> int:
     return mask
 
 
-def _side(trace: Trace, d: Diagnosis, reasons: _Strings, strings: _Strings) -> dict[str, Any]:
-    """One trace on the page: its compact fields, its diagnosis and the doctor's missing fields."""
-    return {"t": _compact(trace, strings), "b": _BUCKET[d.stage.value], "r": reasons(d.reason),
-            "f": _flag_mask(d.flags), "s": d.severity, "m": missing_fields(trace), "recall": d.recall,
-            "retention": d.retention}
+def _side(trace: Trace, d: Diagnosis, reasons: _Strings, fields: dict[str, Any] | None) -> dict[str, Any]:
+    """One trace on the page: its stored ``fields`` (none for the after side of a comparison, stored as
+    its difference), its diagnosis and the doctor's missing fields."""
+    side = {"b": _BUCKET[d.stage.value], "r": reasons(d.reason), "f": _flag_mask(d.flags), "s": d.severity,
+            "m": missing_fields(trace), "recall": d.recall, "retention": d.retention}
+    if fields is not None:
+        side["t"] = fields
+    return side
 
 
 def _common(kind: str) -> dict[str, Any]:
@@ -156,34 +167,94 @@ def _common(kind: str) -> dict[str, Any]:
     }
 
 
-def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any") -> dict[str, Any]:
-    """The report page's data: ``attribute``'s rows, the funnel, and every question with its trace."""
+#: The most questions a report page lists by default. Every trace is counted in the tables and
+#: figures; a page that also listed a million questions would weigh about a gigabyte and take a
+#: browser minutes to open, so beyond this the page lists the first ones (in file order) and says
+#: how many it left out, bucket by bucket.
+MAX_QUESTIONS = 50_000
+
+
+def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", require: str = "any", *,
+                max_questions: int | None = MAX_QUESTIONS, workers: int | None = None,
+                gold_sample: str | Path | None = None, sample: str | Path | None = None) -> dict[str, Any]:
+    """The report page's data: ``attribute``'s rows, the funnel, and the first ``max_questions``
+    questions (all of them when None) with their traces, and how many of each bucket were left out.
+
+    The numbers are ``attribute``'s one count (:func:`ragstage.formats.count_files`, every trace
+    checked, on ``workers`` processes); the questions listed are read again, and only those (input
+    from a pipe, which can be read once, is counted in this process as its first questions are
+    listed), and say how many carry a judge's labels (:func:`ragstage.html.gold.judge_labels`). With
+    ``gold_sample`` and ``sample`` (one file of silver traces), the page also holds the rates of
+    ``attribute --gold-sample`` (:func:`ragstage.html.gold.gold_sample_data`).
+    """
     from ..report import funnel_from_tally
+    from .gold import gold_sample_data, judge_labels
 
+    if max_questions is not None and max_questions < 0:
+        raise ValueError(f"max_questions must not be negative, got {max_questions}")
+    if (gold_sample is None) != (sample is None):
+        raise ValueError("--gold-sample and --sample go together: the gold traces and the sample file they label")
+    if gold_sample is not None and len(paths) != 1:
+        raise ValueError(f"with --gold-sample, give one SILVER_TRACES file; got {len(paths)}")
     paths = [str(p) for p in paths]
-    groups, reasons, strings = _Strings(), _Strings(), _Strings()
+    estimate = None if gold_sample is None else gold_sample_data(paths[0], gold_sample, sample, require)
     questions: list[dict[str, Any]] = []
+    metas: list[Any] = []
+    groups, reasons, strings = _Strings(), _Strings(), _Strings()
+    limit = math.inf if max_questions is None else max_questions
 
-    def on_the_page(path: str) -> Iterator[Trace]:
-        for trace in read_any(path):
-            side = _side(trace, diagnose(trace, require), reasons, strings)
-            side["g"] = groups(group_of(trace, by))
-            questions.append(side)
+    def listing(traces: Iterable[Trace]) -> Iterator[Trace]:
+        """Every trace of ``traces``, the first of them (up to ``limit`` on the page) listed as they pass."""
+        for trace in traces:
+            if len(questions) < limit:
+                side = _side(trace, diagnose(trace, require), reasons, _tabled(_compact(trace), strings))
+                side["g"] = groups(group_of(trace, by))
+                questions.append(side)
+                metas.append(trace.meta)
             yield trace
 
-    tally = Tally()
-    for path in paths:  # one read: every trace is counted as it goes onto the page
-        tally.update(tally_records(on_the_page(path), by, require))
+    if all(Path(p).is_file() or Path(p).is_dir() for p in paths):
+        tally = count_files(paths, by=by, require=require, workers=workers)
+        for group in tally.buckets:
+            groups[group]
+        for path in paths:
+            traces = read_any(path)
+            try:  # the questions listed are read again, and only those
+                for _ in listing(islice(traces, max(0, min(limit, _traces_in(tally)) - len(questions)))):
+                    pass
+            finally:
+                getattr(traces, "close", lambda: None)()
+    else:  # a pipe can be read once: each trace is counted as it goes by, the first ones listed
+        tally = Tally()
+        for path in paths:
+            tally.update(tally_records(listing(read_any(path)), by, require))
+    for group in tally.buckets:  # every group is named on the page, listed or not
+        groups[group]
+    n = _traces_in(tally)
     counted = attribute_output(tally)
-    table = funnel_from_tally(tally)
     data = _common("report")
     data.update({
-        "files": paths, "by": by, "require": require, "n": len(questions),
+        "files": paths, "by": by, "require": require, "n": n, "listed": len(questions),
+        "left_out": _left_out(tally, questions), "judge_labels": judge_labels(metas), "gold_sample": estimate,
         "attribution": counted["buckets"], "flags": counted["flags"],
-        "funnel": table.to_dict(orient="records"),
+        "funnel": funnel_from_tally(tally).to_dict(orient="records"),
         "groups": groups.items, "reasons": reasons.items, "strings": strings.items, "questions": questions,
     })
     return data
+
+
+def _traces_in(tally: Tally) -> int:
+    """The number of traces a tally counted."""
+    return sum(tally.totals().values())
+
+
+def _left_out(tally: Tally, questions: list[dict[str, Any]]) -> dict[str, int]:
+    """``{bucket: questions counted but not listed}``, buckets in their order, zeros left out."""
+    listed = Counter(BUCKETS[q["b"]] for q in questions)
+    total: Counter[str] = Counter()
+    for buckets in tally.buckets.values():
+        total.update(buckets)
+    return {b: total[b] - listed[b] for b in BUCKETS if total[b] > listed[b]}
 
 
 def comparison_data(before: str | Path, after: str | Path, require: str = "any",
@@ -197,9 +268,11 @@ def comparison_data(before: str | Path, after: str | Path, require: str = "any",
     status = {s: i for i, s in enumerate(STATUSES)}
     questions = []
     for p in paired.pairs:
-        a = _side(p.before, p.before_diagnosis, reasons, strings)
-        z = _side(p.after, p.after_diagnosis, reasons, strings)
-        z.update(_difference(a["t"], z.pop("t")))
+        fields = _compact(p.before)
+        change = _difference(fields, _compact(p.after))  # before tabling: only what changed is tabled twice
+        a = _side(p.before, p.before_diagnosis, reasons, _tabled(fields, strings))
+        z = _side(p.after, p.after_diagnosis, reasons, None)
+        z.update(d=_tabled(change["d"], strings), gone=change["gone"])
         questions.append({"id": p.query_id, "st": status[p.status], "crit": list(p.newly_critical), "a": a, "z": z})
     data = _common("compare")
     data.update({

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..attribution import Outcome, diagnose
+from ..rows import printable
 from ..trace import Trace
 
 __all__ = ["FIELD_CHECKS", "Finding", "Report", "examine", "doctor_files"]
@@ -162,7 +163,8 @@ class Report:
         if self.problems:
             lines += ["", "shape problems:"]
             for p in self.problems:
-                lines.append(f"  {p.name}: {p.count} of {p.n} (e.g. {', '.join(p.examples)}): {p.impact}")
+                examples = ", ".join(map(printable, p.examples))
+                lines.append(f"  {p.name}: {p.count} of {p.n} (e.g. {examples}): {p.impact}")
         lines += [""] + [f"note: {n}" for n in self.notes]
         verdict = (f"attributable: {self.attributable} of {self.n} traces"
                    + ("; * blocks attribution" if self.blocked else ""))

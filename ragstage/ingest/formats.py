@@ -23,7 +23,6 @@ import contextlib
 import gzip
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -63,9 +62,12 @@ class Format:
 
 @contextlib.contextmanager
 def regular_file(path: str | Path) -> Iterator[Path]:
-    """``path`` itself when it is a regular file or a folder; else (a pipe, a process
-    substitution) its content copied once into a temporary file, removed afterwards."""
-    p = Path(path)
+    """``path`` itself when it is a regular file or a folder; else (``-`` for standard input, a
+    pipe, a process substitution) its content copied once into a temporary file, removed
+    afterwards, and by the next run when this one is killed (:func:`ragstage.ingest.scratch.input_copy`)."""
+    from .scratch import input_copy
+
+    p = Path("/dev/stdin" if str(path) == "-" else path)
     if p.is_file() or p.is_dir():
         yield p
         return
@@ -73,13 +75,10 @@ def regular_file(path: str | Path) -> Iterator[Path]:
         source = open(p, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise SpanError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    fd, tmp = tempfile.mkstemp(prefix="ragstage-input-", suffix="".join(p.suffixes[-2:]))
-    try:
-        with source, os.fdopen(fd, "wb") as out:
+    with source, input_copy("".join(Path(path).suffixes[-2:])) as (fd, tmp):
+        with os.fdopen(fd, "wb") as out:
             shutil.copyfileobj(source, out, 1 << 20)
-        yield Path(tmp)
-    finally:
-        os.unlink(tmp)
+        yield tmp
 
 
 def parquet_files(path: Path) -> list[Path]:

@@ -202,6 +202,7 @@
   function questionTable(spec) {
     var host = byId("questions");
     host.appendChild(el("h2", {text: spec.title}));
+    if (spec.note) host.appendChild(spec.note);
     var filters = el("div", {cls: "filters"});
     var state = {page: 0, rows: [], selected: -1};
     var selects = spec.filters.map(function (f) {
@@ -288,9 +289,13 @@
         " no trace, so there is nothing to attribute.";
       return;
     }
+    var partial = DATA.listed < DATA.n;
     var overview = byId("overview");
-    overview.appendChild(el("div", {cls: "cards"}, [card("traces", DATA.n, "card-n"), card("groups", DATA.groups.length, "card-groups")]));
+    overview.appendChild(el("div", {cls: "cards"}, [card("traces", DATA.n, "card-n"), card("groups", DATA.groups.length, "card-groups"),
+                                                     partial ? card("questions listed", DATA.listed, "card-listed") : null]));
+    if (DATA.judge_labels.judged) overview.appendChild(judgeNote());
     var tables = byId("tables");
+    if (DATA.gold_sample) goldSampleTable(tables);
     tables.appendChild(el("h2", {text: "Attribution per group (ragstage attribute)"}));
     tables.appendChild(numberTable("attribution-table", DATA.attribution, ["group", "stage", "count", "n", "share", "low", "high"]));
     tables.appendChild(el("h2", {text: "The conditional funnel"}));
@@ -302,7 +307,7 @@
     var sev = {critical: 0, high: 0, medium: 0, none: 0};
     DATA.questions.forEach(function (q) { sev[q.s || "none"]++; });
     tables.appendChild(el("div", {cls: "cards", id: "severity-cards"}, ["critical", "high", "medium", "none"].map(function (s) {
-      return card("questions of severity " + s, sev[s], "sev-" + s);
+      return card((partial ? "listed questions" : "questions") + " of severity " + s, sev[s], "sev-" + s);
     })));
 
     var bucketOpts = counted(DATA.questions.map(function (q) { return q.b; }), DATA.buckets)
@@ -314,7 +319,9 @@
       return [f, f + " (" + n + ")"];
     }).concat([["(none)", "no flag"]]);
     questionTable({
-      title: "Every question",
+      title: partial ? "The first " + DATA.listed.toLocaleString("en") + " of " + DATA.n.toLocaleString("en") +
+        " questions (in file order)" : "Every question",
+      note: partial ? leftOutNote() : null,
       columns: ["id", "question", "group", "bucket", "reason", "severity", "flags"],
       filters: [
         {id: "bucket", label: "bucket", options: bucketOpts, test: function (q, v) { return DATA.buckets[q.b] === v; }},
@@ -333,6 +340,60 @@
       },
       detail: function (q) { return traceView(q, null, DATA.groups[q.g]); }
     });
+  }
+
+  // Labels from a judge: every rate computed from them alone is the judge's, biased by its errors.
+  function judgeNote() {
+    var j = DATA.judge_labels;
+    var judges = Object.keys(j.judges).map(function (k) { return k + " (" + j.judges[k].toLocaleString("en") + ")"; });
+    var of = j.traces < DATA.n ? " of the " + j.traces.toLocaleString("en") + " questions listed (the others were not read for this)"
+                               : " of " + DATA.n.toLocaleString("en") + " traces";
+    return el("p", {id: "judge-labels", cls: "note warning", "data-value": String(j.judged)}, [
+      el("strong", {text: "Labels by a judge: "}), j.judged.toLocaleString("en") + of + " carry labels from a judge, not from " +
+      "people (" + judges.join(", ") + "). The rates on this page are the judge's, biased by its errors" +
+      (DATA.gold_sample ? "; the table of rates with a gold sample corrects them." :
+       " until corrected with a gold sample: ragstage sample, then ragstage report --gold-sample GOLD --sample SAMPLE.")]);
+  }
+
+  // The three rates per bucket of attribute --gold-sample: judge only (biased), gold only, PPI++.
+  function goldSampleTable(host) {
+    var g = DATA.gold_sample;
+    function f3(x) { return x.toFixed(3); }
+    function interval(low, high) { return low === null || high === null ? "–" : f3(low) + " to " + f3(high); }
+    host.appendChild(el("h2", {text: "Rates with a gold sample (ragstage attribute --gold-sample)"}));
+    host.appendChild(el("p", {cls: "note"}, [
+      g.drawn.toLocaleString("en") + " requests drawn (seed " + g.seed + (g.stratified ? ", stratified by the judge's bucket" : "") +
+      ") and labelled by people (" + g.files.gold + "). Judge vs gold on the sample: " + g.agreement.agree + " of " +
+      g.agreement.n + " agree, Cohen's kappa " + (g.agreement.kappa === null ? "undefined" : fmt(g.agreement.kappa)) + ". " +
+      (g.stratified ? "Estimate: each stratum's gold share, weighted by its share of the requests." :
+       "Estimate: PPI++ (tuned lambda), the judge's rate corrected by its error on the sample.")]));
+    var columns = ["stage", "n", "judge-only rate (biased)", "gold k/n", "gold-only 95% Wilson", "estimate", "95% interval", "warning"];
+    host.appendChild(el("table", {id: "gold-sample-table"}, [
+      el("thead", null, [el("tr", null, columns.map(function (c) { return el("th", {text: c}); }))]),
+      el("tbody", null, g.rows.map(function (r) {
+        return el("tr", {"data-stage": r.stage}, [
+          el("td", {text: r.stage}), el("td", {cls: "num", text: String(r.n)}),
+          el("td", {cls: "num biased", "data-col": "judge_rate", "data-value": String(r.judge_rate),
+                    title: "the judge's buckets alone: biased by its errors", text: f3(r.judge_rate) + " (biased)"}),
+          el("td", {cls: "num", text: r.gold_k + "/" + r.gold_n}),
+          el("td", {cls: "num", "data-col": "gold", "data-value": String(r.gold_low) + " " + String(r.gold_high),
+                    text: interval(r.gold_low, r.gold_high)}),
+          el("td", {cls: "num", "data-col": "estimate", "data-value": String(r.estimate), text: f3(r.estimate)}),
+          el("td", {cls: "num", "data-col": "interval", "data-value": String(r.low) + " " + String(r.high),
+                    text: interval(r.low, r.high)}),
+          el("td", {cls: r.warning ? "verdict-fail" : null, text: r.warning || ""})]);
+      }))]));
+  }
+
+  // What the question table does not list, bucket by bucket: every trace is in the numbers above.
+  function leftOutNote() {
+    var left = DATA.n - DATA.listed;
+    var parts = Object.keys(DATA.left_out).map(function (b) { return b + " " + DATA.left_out[b].toLocaleString("en"); });
+    return el("p", {id: "left-out", cls: "note", "data-value": String(left)}, [
+      left.toLocaleString("en") + " questions are counted in every table and figure above but not listed below (" +
+      parts.join(", ") + "). ", el("code", {text: "ragstage report --max-questions N"}), " lists more (-1: all; a page " +
+      "of every question of a large file may be too heavy for a browser); ", el("code", {text: "ragstage attribute"}),
+      " and the Python API read every trace."]);
   }
 
   // ---- the comparison page ------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""What a report page says about its labels: whose they are (a judge's or people's), and, with a gold
+sample, the three rates of ``ragstage attribute --gold-sample`` per bucket.
+
+Silver traces carry ``meta["labels"] = {"by": "judge", "judge": ..., "model": ..., "prompt": ...}``;
+every rate computed from them alone is the judge's, biased by its errors, and the page says so
+with counts. Given the gold traces of a drawn sample, the page shows per bucket the judge-only
+rate (marked biased), the gold-only Wilson interval and the PPI++ (or stratified) estimate with
+its interval, computed by :mod:`ragstage.ppi.estimate` (the same rows ``attribute --gold-sample
+--format json`` prints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = ["judge_of", "judge_labels", "gold_sample_data"]
+
+
+def judge_of(meta: Mapping[str, Any] | None) -> str | None:
+    """``"judge / model / prompt"`` when a trace's ``meta`` says a judge labelled it, else None."""
+    labels = (meta or {}).get("labels")
+    if not isinstance(labels, Mapping) or labels.get("by") != "judge":
+        return None
+    return " / ".join(str(labels.get(k, "?")) for k in ("judge", "model", "prompt"))
+
+
+def judge_labels(metas: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """``{"traces": read, "judged": labelled by a judge, "judges": {"judge / model / prompt": count}}``."""
+    judges: dict[str, int] = {}
+    read = 0
+    for meta in metas:
+        read += 1
+        name = judge_of(meta)
+        if name is not None:
+            judges[name] = judges.get(name, 0) + 1
+    return {"traces": read, "judged": sum(judges.values()), "judges": judges}
+
+
+def gold_sample_data(silver: str | Path, gold: str | Path, sample: str | Path, require: str = "any") -> dict[str, Any]:
+    """The estimate of ``attribute SILVER --gold-sample GOLD --sample SAMPLE`` as the page's data:
+    its rows, the method, the sample's draw and the judge's agreement with gold on it."""
+    from ..ppi.estimate import estimate_buckets, pair
+    from ..ppi.sample import read_requests, read_sample
+
+    drawn = read_sample(sample)
+    if drawn.by_bucket and drawn.require != require:
+        raise ValueError(f"{sample} was stratified with --require {drawn.require}; run with the same")
+    requests = read_requests(silver, require)
+    labelled = pair(requests, read_requests(gold, require), drawn, silver_name=str(silver), gold_name=str(gold),
+                    sample_name=str(sample))
+    result = estimate_buckets(requests, labelled, drawn)
+    a = result.agreement
+    return {"rows": [asdict(r) for r in result.rows], "stratified": drawn.by_bucket,
+            "files": {"gold": str(gold), "sample": str(sample)}, "seed": drawn.seed, "drawn": drawn.n,
+            "agreement": {"agree": a.agree, "n": a.n, "kappa": a.kappa}}
