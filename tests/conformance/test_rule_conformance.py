@@ -1,11 +1,15 @@
 """Every interpreter of the rule tables gives every trace the outcome and the flags the rules mean.
 
 As a measure run through several providers must give the same value, each interpreter (the
-Python walk, the Python counting loops over records and over JSON lines, the Arrow columns) is
-given the same random traces (empty lists, repeated ids, nulls, refusals, service failures, both
-flags; for the Arrow one also missing columns and dictionary-encoded ids) and must agree with
-the meaning of the tables, read here straight from :data:`ragstage.rules.TESTS`. Spark runs the
-Python interpreter: ``tests/unit/ragstage/test_spark.py`` compares its tally with the local one.
+Python walk, the Python counting loops over records and over JSON lines, the Arrow columns, and
+Spark) is given the same random traces (empty lists, repeated ids, nulls, refusals, service
+failures, both flags; for the Arrow one also missing columns and dictionary-encoded ids) and must
+agree with the meaning of the tables, read here straight from :data:`ragstage.rules.TESTS`.
+
+A Spark job takes seconds, so Spark is given every example at once: the examples are drawn as for
+the others, then all their traces go into one DataFrame (each trace a group of its own), counted
+by Spark once for each ``require``; the local interpreters are checked example by example, so
+hypothesis shrinks a failing one.
 """
 
 from array import array
@@ -58,9 +62,14 @@ def meant(trace, require):
 
 def _one(tally):
     """The (bucket, flags) of a tally of one trace."""
-    (buckets,), (flags,) = tally.buckets.values(), tally.flags.values()
-    (bucket,) = buckets
-    return bucket, tuple(name for name in FLAGS if flags[name])
+    (group,) = tally.buckets
+    return _of_group(tally, group)
+
+
+def _of_group(tally, group):
+    """The (bucket, flags) of a group of one trace."""
+    (bucket,) = tally.buckets[group]
+    return bucket, tuple(name for name in FLAGS if tally.flags[group][name])
 
 
 def python_walk(traces, require, dropped, dictionary):
@@ -85,7 +94,28 @@ def arrow_columns(traces, require, dropped, dictionary):
     return [(RULES[r].outcome.value, FLAG_COMBINATIONS[f]) for r, f in zip(rule, flags)]
 
 
-INTERPRETERS = [python_walk, python_count_records, python_count_lines, arrow_columns]
+def spark_rows(cases, spark, folder):
+    """Every case's traces in one Parquet file read by Spark, each trace a group of its own (its
+    pipeline: the case's ``require``, the case and the trace), counted once per ``require``."""
+    from pyspark.sql import functions as F
+
+    from ragstage import spark as on_spark
+    from ragstage.parquet import write_parquet
+
+    name = lambda n, k: f"{cases[n][1]}:{n}:{k}"  # noqa: E731
+    path = folder / "every_example.parquet"
+    write_parquet(path, [t.replace(pipeline=name(n, k)) for n, (traces, _) in enumerate(cases)
+                         for k, t in enumerate(traces)])
+    df = spark.read.parquet(str(path))
+    tallies = {require: on_spark.tally(df.where(F.col("pipeline").startswith(f"{require}:")), "pipeline", require)
+               for require in ("any", "all")}
+    return [[_of_group(tallies[require], name(n, k)) for k in range(len(traces))]
+            for n, (traces, require) in enumerate(cases)]
+
+
+INTERPRETERS = [python_walk, python_count_records, python_count_lines, arrow_columns, spark_rows]
+#: The interpreters given every example at once (``(cases, spark, folder)``, cases ``(traces, require)``).
+AT_ONCE = {spark_rows}
 
 
 @st.composite
@@ -102,13 +132,25 @@ TRACES = st.lists(random_traces() | reaching_the_answer(), min_size=1, max_size=
 
 
 @pytest.mark.parametrize("interpreter", INTERPRETERS, ids=lambda f: f.__name__)
-@settings(max_examples=300, deadline=None)
-@given(traces=TRACES, dropped=st.sets(st.sampled_from(OPTIONAL)),
-       require=st.sampled_from(["any", "all"]), dictionary=st.booleans())
-def test_every_interpreter_gives_each_trace_what_the_rules_mean(interpreter, traces, dropped, require, dictionary):
-    defaults = {name: getattr(Trace(query_id="x"), name) for name in dropped}
-    traces = [t.replace(**defaults) for t in traces]  # what a file without those columns holds
-    assert interpreter(traces, require, dropped, dictionary) == [meant(t, require) for t in traces]
+def test_every_interpreter_gives_each_trace_what_the_rules_mean(interpreter, request, tmp_path):
+    at_once = []
+
+    @settings(max_examples=300, deadline=None)
+    @given(traces=TRACES, dropped=st.sets(st.sampled_from(OPTIONAL)),
+           require=st.sampled_from(["any", "all"]), dictionary=st.booleans())
+    def each_example(traces, dropped, require, dictionary):
+        defaults = {name: getattr(Trace(query_id="x"), name) for name in dropped}
+        traces = [t.replace(**defaults) for t in traces]  # what a file without those columns holds
+        if interpreter in AT_ONCE:
+            at_once.append((traces, require))
+        else:
+            assert interpreter(traces, require, dropped, dictionary) == [meant(t, require) for t in traces]
+
+    each_example()
+    if interpreter in AT_ONCE:
+        got = interpreter(at_once, request.getfixturevalue("spark"), tmp_path)
+        for (traces, require), outcomes in zip(at_once, got, strict=True):
+            assert outcomes == [meant(t, require) for t in traces], traces
 
 
 def test_every_kind_of_test_has_a_meaning_in_every_interpreter_and_the_table_ends_with_no_test():

@@ -1,8 +1,8 @@
-"""ragstage.spark on a local Spark session: the same tables as the local functions, the same errors."""
+"""ragstage.spark on a local Spark session (``spark`` in conftest.py): the same tables as the local functions,
+the same errors. That Spark gives each trace what the rules mean is ``tests/conformance/test_rule_conformance.py``'s."""
 
 import os
 import shutil
-import sys
 
 import pandas as pd
 import pytest
@@ -18,19 +18,6 @@ from ragstage.fixtures import fixture_path  # noqa: E402
 from ragstage.parquet import write_parquet  # noqa: E402
 from ragstage.report import flag_table, flag_table_from_counts, table_from_counts  # noqa: E402
 from ragstage.tally import tally_records  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors run this interpreter's packages
-    session = (SparkSession.builder.master("local[2]").appName("ragstage-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-               .config("spark.driver.memory", "1g").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
