@@ -9,7 +9,7 @@ by the loop of :func:`ragstage.python_rules.count_lines` (the counts of
 keeps only the counts and one digest per key. A plain file is cut into line-aligned byte ranges,
 one per worker process (:mod:`ragstage.parallel_count`); a ``.gz`` file is read by one process.
 Duplicates are located afterwards, with line numbers, by a second read of the file.
-:mod:`ragstage.formats` picks this reader or the Parquet one.
+:mod:`ragstage.trace_files` picks this reader or the Parquet one.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from typing import Any, Iterable, Iterator, Sequence
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
 from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
+from ..trace_files import read_any
 
 __all__ = ["attribute_output", "report_data", "comparison_data", "missing_fields", "expand_trace", "TABLED_LISTS",
            "TABLED_TEXTS"]

@@ -33,8 +33,8 @@ from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 from ..atomic import atomic_output, check_output, is_special
 from ..collector import collector_paused
 from ..errors import TraceError
-from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, trace_line, trace_stream, write_traces
+from ..trace_files import input_files
 from ..workers import die_with_parent
 from .accounts import Accounts, conclude, request
 from .build import IngestOptions
@@ -127,7 +127,7 @@ def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
             warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, list[Span]]]]], dict | None]:
     """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
     line): [trace ids]}`` when every source is an OTLP JSON Lines file (scanned first), else None."""
-    from .formats import detect, regular_file
+    from .export_kinds import detect, regular_file
 
     inputs: list[tuple[str, Iterator[tuple[int, list[Span]]]]] = []
     last: dict[str, tuple[int, int]] | None = {}
@@ -236,7 +236,7 @@ def _splittable(sources: list[Any], opts: IngestOptions, workers: int) -> tuple[
     """The one input's path and detected format when :func:`plan_parts` may read it in parts; None
     when it is not worth it, or when its format cannot be told (then one process reads it and
     reports why, after the labels, as it always did)."""
-    from .formats import detect
+    from .export_kinds import detect
 
     if workers < 2 or len(sources) != 1 or opts.split_runs or not _can_fork():
         return None

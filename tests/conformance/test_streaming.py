@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from trace_sets import random_traces, synthetic
 
 from ragstage import TraceError, diagnose, write_traces
-from ragstage.formats import count_files
 from ragstage.streaming import count_jsonl
 from ragstage.tally import group_of
+from ragstage.trace_files import count_files
 
 
 def by_hand(traces, by="pipeline", require="any"):

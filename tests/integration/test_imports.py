@@ -90,5 +90,5 @@ def test_the_circle_finder_finds_a_circle_and_the_graph_sees_the_readers():
     assert find_circle({"a": {"b"}, "b": set()}) is None
     graph = import_graph()
     assert "ragstage.tally" in graph["ragstage.parquet"] and "ragstage.tally" in graph["ragstage.streaming"]
-    assert "ragstage.parquet" in graph["ragstage.formats"]  # a lazy import is an arrow too
+    assert "ragstage.parquet" in graph["ragstage.trace_files"]  # a lazy import is an arrow too
     assert "ragstage.typed_record" not in graph["ragstage.attribution"]  # a TYPE_CHECKING import is not

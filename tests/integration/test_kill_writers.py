@@ -40,27 +40,28 @@ _TORN_WRITE = textwrap.dedent("""
 # Prepended to each child: the k-th trace convert reads kills the process (whatever the output format).
 _KILL_AT_READ = textwrap.dedent("""
     import os, signal, sys
-    from ragstage import formats as _formats
-    _real = _formats.read_any
+    from ragstage import trace_files
+    _real = trace_files.read_any
     def _killing(path):
         for i, trace in enumerate(_real(path), start=1):
             if i == DIE_AT:
                 os.kill(os.getpid(), signal.SIGKILL)
             yield trace
-    _formats.read_any = _killing
+    trace_files.read_any = _killing
 """)
 
-# Prepended to each child: the k-th trace turned into its on-disk form kills the process.
+# Prepended to each child: the k-th trace line made for a trace file kills the process (before
+# any module binds trace_line: the ingest is imported when its command runs).
 _KILL_AT_TRACE = textwrap.dedent("""
     import os, signal, sys
-    from ragstage import trace as _trace
-    _real, _calls = _trace.Trace._on_disk, [0]
-    def _killing(self, copy):
+    from ragstage import trace
+    _real, _calls = trace.trace_line, [0]
+    def _killing(one):
         _calls[0] += 1
         if _calls[0] == DIE_AT:
             os.kill(os.getpid(), signal.SIGKILL)
-        return _real(self, copy)
-    _trace.Trace._on_disk = _killing
+        return _real(one)
+    trace.trace_line = _killing
 """)
 
 
@@ -94,7 +95,7 @@ def test_killed_convert_keeps_the_old_target(tmp_path, seed, name):
         main(["convert", sys.argv[1], sys.argv[2]])
     """, die_at, source, target)
     assert target.read_bytes() == before
-    from ragstage.formats import read_any
+    from ragstage.trace_files import read_any
 
     assert [t.query_id for t in read_any(target)] == [t.query_id for t in old]
 

@@ -122,7 +122,7 @@ def test_duplicate_keys_follow_one_documented_rule_in_every_reader(tmp_path):
     import gzip
 
     from ragstage import read_traces
-    from ragstage.formats import count_file
+    from ragstage.trace_files import count_file
 
     path = tmp_path / "dup.jsonl"
     path.write_bytes(b'{"query_id": "a", "gold": ["d1"], "retrieved": ["d1"], "gold": []}\n')

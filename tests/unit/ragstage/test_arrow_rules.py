@@ -13,9 +13,9 @@ from trace_sets import arrow_batch, random_traces, synthetic
 
 from ragstage import Trace, write_traces
 from ragstage.arrow_rules import count_batch
-from ragstage.formats import count_file
 from ragstage.parquet import count_parquet, write_parquet
 from ragstage.tally import key_digest, key_digests, pair_digests, tally_of_rows, tally_records
+from ragstage.trace_files import count_file
 
 
 @settings(max_examples=200, deadline=None)

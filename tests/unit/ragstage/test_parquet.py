@@ -15,8 +15,8 @@ from ragstage import Trace, TraceError, compare, read_traces, write_traces
 from ragstage.attribution import diagnose_record
 from ragstage.fields import check_row
 from ragstage.fixtures import fixture_path
-from ragstage.formats import convert, count_file, read_any
 from ragstage.parquet import SCHEMA, batch_records, checked_rows, count_parquet, read_parquet, write_parquet
+from ragstage.trace_files import convert, count_file, read_any
 from ragstage.typed_record import as_record
 
 
@@ -140,7 +140,7 @@ def test_cli_attribute_compare_and_convert_read_parquet(tmp_path):
 
 
 def test_import_ragstage_loads_neither_pyarrow_module_of_ours_nor_pyspark():
-    code = ("import sys, ragstage, ragstage.cli, ragstage.streaming, ragstage.formats; "
+    code = ("import sys, ragstage, ragstage.cli, ragstage.streaming, ragstage.trace_files; "
             "print(sorted(m for m in sys.modules if m in ('ragstage.parquet', 'ragstage.spark', 'pyspark')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

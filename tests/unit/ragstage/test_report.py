@@ -226,7 +226,7 @@ def test_cli_rows_are_the_notebook_tables(four_logs):
 @pytest.mark.parametrize("name", TRACE_FILES)
 def test_the_funnel_of_a_files_counts_is_the_funnel_of_its_traces(name):
     from ragstage.fixtures import fixtures_dir
-    from ragstage.formats import count_files
+    from ragstage.trace_files import count_files
 
     path = fixtures_dir() / name
     for by in ("pipeline", None):
@@ -236,7 +236,7 @@ def test_the_funnel_of_a_files_counts_is_the_funnel_of_its_traces(name):
 
 def test_the_funnel_from_counts_of_synthetic_traces_matches_the_walk(tmp_path):
     from ragstage import write_traces
-    from ragstage.formats import count_files
+    from ragstage.trace_files import count_files
 
     traces = synthetic(400, seed=3)
     write_traces(tmp_path / "t.jsonl", traces)

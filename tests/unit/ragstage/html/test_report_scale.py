@@ -27,12 +27,12 @@ def run(path, n=300):
 
 
 def test_the_report_reads_its_files_once(tmp_path, monkeypatch):
-    import ragstage.formats
+    import ragstage.trace_files
 
     def second_pass(*args, **kwargs):
         raise AssertionError("the report counted the files in a pass of their own")
 
-    monkeypatch.setattr(ragstage.formats, "count_file", second_pass)
+    monkeypatch.setattr(ragstage.trace_files, "count_file", second_pass)
     path = tmp_path / "t.jsonl"
     run(path)
     page, n = report_html([path])

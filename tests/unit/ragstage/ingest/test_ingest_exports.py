@@ -19,7 +19,7 @@ import pytest
 
 from ragstage import diagnose
 from ragstage.ingest import SpanError, ingest_spans
-from ragstage.ingest.formats import detect
+from ragstage.ingest.export_kinds import detect
 from ragstage.ingest.phoenix import CLIENT_LIMIT, LIST_LIMIT, limit_note
 
 TRACE = "0" * 31 + "1"

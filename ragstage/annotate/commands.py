@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..formats import read_any
+from ..trace_files import read_any
 from .outcome import Outcome
 
 __all__ = ["add_annotate_parser"]
