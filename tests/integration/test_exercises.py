@@ -247,10 +247,11 @@ def test_the_hand_trace_is_solved_by_reading_the_lists_not_by_the_walk():
 
 
 def test_no_chapter_code_quotes_the_sentence_exercise_7_7_asks_for():
-    from ragstage.exercises.ch07 import _ZINC_FIRST, _ZINC_LAST, _document
+    from ragstage.exercises.ch07 import ZINC_FIRST, ZINC_LAST
+    from ragstage.ingest.demo import load_corpus
 
-    text = _document("1042")
-    sentence = text[text.index(_ZINC_FIRST):text.index(_ZINC_LAST) + len(_ZINC_LAST)]
+    text = next(d["text"] for d in load_corpus() if d["_id"] == "1042")
+    sentence = text[text.index(ZINC_FIRST):text.index(ZINC_LAST) + len(ZINC_LAST)]
     pieces = {sentence[i:i + 30] for i in range(len(sentence) - 29)}
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         for source in _code(path):

@@ -5,9 +5,11 @@ Test files live in three folders: ``unit/ragstage/<subpackage path>/`` (one modu
 functions; each folder is a package of ``ragstage``), ``conformance/`` and ``integration/``.
 ``tests/`` itself holds the shared helpers only. pytest imports test files by their base name
 (no ``__init__.py`` anywhere, its default import mode), so two test files of one name would stop
-the collection: every base name is unique.
+the collection: every base name is unique. Tests import public names only, and find the
+repository's files through ``repo_paths``, not through their own position.
 """
 
+import ast
 import re
 from collections import Counter
 from pathlib import Path
@@ -53,3 +55,24 @@ def test_test_file_names_are_unique_and_no_folder_is_a_package():
     assert not repeated, f"test files of the same name (pytest imports them by base name): {repeated}"
     inits = [str(path.relative_to(TESTS)) for path in TESTS.rglob("__init__.py")]
     assert not inits, f"tests/ holds no package (its helpers are imported as top-level modules): {inits}"
+
+
+def test_tests_import_public_names_only():
+    private = []
+    for path in _test_files():
+        for node in ast.walk(ast.parse((TESTS / path).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ragstage":
+                names = [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+                private += [f"{path}:{node.lineno} {name}" for name in names
+                            if name.startswith("_") and not name.endswith("__")]
+            elif isinstance(node, ast.Import):
+                private += [f"{path}:{node.lineno} {alias.name}" for alias in node.names
+                            if alias.name.split(".")[0] == "ragstage"
+                            and any(part.startswith("_") for part in alias.name.split("."))]
+    assert not private, f"tests import private names of ragstage: {private}"
+
+
+def test_tests_find_the_repository_through_repo_paths():
+    own_position = "Path(" + "__file__)"  # split, so this file does not hold it
+    own = [str(path) for path in _test_files() if own_position in (TESTS / path).read_text(encoding="utf-8")]
+    assert not own, f"tests that find files from their own position (use repo_paths.REPO): {own}"
