@@ -8,11 +8,9 @@ a ``print``, assigned to a name, drawn in a loop, shown with ``display``, made i
 
 from __future__ import annotations
 
-import os
-
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernel_cells import run_cells
 
 SETUP = """%matplotlib inline
 import matplotlib.pyplot as plt
@@ -41,18 +39,7 @@ CELLS = [
 
 @pytest.fixture(scope="module")
 def executed() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP)] + [nbformat.v4.new_code_cell(src) for src, _ in CELLS]
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # plot inline, as a reader's kernel does
-    old = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return nb
+    return run_cells([SETUP, *(src for src, _ in CELLS)])
 
 
 @pytest.mark.parametrize("index", range(len(CELLS)), ids=[src.splitlines()[0] for src, _ in CELLS])

@@ -4,16 +4,14 @@ The report and the comparison page draw their figures to embed them as SVG. In a
 kernel every figure the package makes is shown at the end of the cell unless it was made inside
 ``plots.no_display()``; a page's figures are the page's, so a cell that only writes the page
 must show nothing (chapter 6's gate cell once showed the comparison page's heatmap and flow).
-The cells run in a real kernel through nbclient, as in ``test_plot_display.py``.
+The cells run in a real kernel through nbclient (``tests/kernel_cells.py``).
 """
 
 from __future__ import annotations
 
-import os
-
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernel_cells import run_cells
 
 SETUP = """%matplotlib inline
 import tempfile
@@ -36,18 +34,7 @@ assert "<svg" in page"""
 
 @pytest.fixture(scope="module")
 def executed() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in (SETUP, HEATMAP, COMPARISON, REPORT)]
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # plot inline, as a reader's kernel does
-    old = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return nb
+    return run_cells([SETUP, HEATMAP, COMPARISON, REPORT])
 
 
 def _images(cell: nbformat.NotebookNode) -> int:
