@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .attribution import BUCKETS, Diagnosis, Outcome, diagnose, replay
     from .errors import TraceError
-    from .formats import convert, count_files, read_any
     from .ingest.tracelog import TraceLogger
     from .planning import (
         mcnemar_power,
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     )
     from .tally import Tally
     from .trace import Trace, read_traces, write_traces
+    from .trace_files import convert, count_files, read_any
 
 __version__ = "0.1.0"
 
@@ -62,8 +62,8 @@ _MODULES = {
     "attribution_table": "report",
     "bootstrap_mean_ci": "stats",
     "compare": "report",
-    "convert": "formats",
-    "count_files": "formats",
+    "convert": "trace_files",
+    "count_files": "trace_files",
     "diagnose": "attribution",
     "flag_table": "report",
     "format_rate": "stats",
@@ -81,7 +81,7 @@ _MODULES = {
     "normal_interval": "stats",
     "paired_counts": "stats",
     "power_curve": "planning",
-    "read_any": "formats",
+    "read_any": "trace_files",
     "read_traces": "trace",
     "replay": "attribution",
     "sample_size": "stats",

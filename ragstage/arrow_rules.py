@@ -7,7 +7,7 @@ test (:data:`~ragstage.rules.TESTS`) computed for every row with pyarrow compute
 functions and numpy, and a rule's tests applied to the rows no earlier rule decided. The
 rules themselves are not restated here: only what each kind of test means on a column. The two
 tests whose subject is free text (``cites_outside``, ``numeric_unmarked``) run the walk's own
-functions, on the few rows that reach them. ``tests/test_rule_conformance.py`` checks, on random
+functions, on the few rows that reach them. ``tests/conformance/test_rule_conformance.py`` checks, on random
 batches with empty lists, repeated ids, missing columns, nulls, refusals and flags, that it gives
 every trace the bucket and the flags the rules mean, as the Python interpreter does.
 

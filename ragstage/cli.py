@@ -22,8 +22,8 @@ from typing import Sequence
 import orjson
 
 from .errors import TraceError
-from .formats import convert, count_files, read_any
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows, table_cell
+from .trace_files import convert, count_files, read_any
 
 __all__ = ["main", "build_parser"]
 
@@ -311,11 +311,11 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(func=_run)
 
-    from .ingest.cli import add_doctor_parser, add_ingest_parser
+    from .ingest.commands import add_doctor_parser, add_ingest_parser
 
     add_ingest_parser(sub)
     add_doctor_parser(sub)
-    from .annotate.cli import add_annotate_parser
+    from .annotate.commands import add_annotate_parser
 
     add_annotate_parser(sub)
     return parser

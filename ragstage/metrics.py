@@ -6,7 +6,7 @@ claims must not count as fully supported.
 
 The ranking metrics (:func:`recall_at_k`, :func:`hit_at_k`, :func:`reciprocal_rank`,
 :func:`ndcg_at_k`) agree with trec_eval (``R@k``, ``Success@k``, ``RR``/``RR@k``,
-``nDCG@k`` in ir-measures; tests/test_metrics_reference.py checks this on random runs) with
+``nDCG@k`` in ir-measures; tests/unit/ragstage/test_metrics_reference.py checks this on random runs) with
 two differences of convention:
 
 * a question with no relevant id gives ``None`` here and 0 in trec_eval, which would count

@@ -8,7 +8,7 @@ the walk costs no call per rule or per trace (about a fifth of a line's instruct
 module is ordinary source: its tracebacks show its lines, and a reader can open it.
 
 ``python -m ragstage.python_rules_source`` rewrites ``ragstage/python_rules.py``;
-``tests/test_python_rules_source.py`` checks that the committed module is what this writes.
+``tests/conformance/test_python_rules_source.py`` checks that the committed module is what this writes.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ tests all hold gives the trace its outcome and its reason code, and each row of
 (:data:`TESTS`), stated here once. Two interpreters run the tables: the Python one
 (:mod:`ragstage.python_rules`, written out from these tables by :mod:`ragstage.python_rules_source`) over one trace
 at a time, and the Arrow one (:mod:`ragstage.arrow_rules`) over a batch's columns; Spark runs
-the Python one. ``tests/test_rule_conformance.py`` gives every interpreter the same traces and
+the Python one. ``tests/conformance/test_rule_conformance.py`` gives every interpreter the same traces and
 checks that each gives every trace the outcome and the flags the meanings below say.
 
 The two tests whose subject is free text are functions here (:data:`TEXT_TESTS`), and every

@@ -9,7 +9,7 @@ by the loop of :func:`ragstage.python_rules.count_lines` (the counts of
 keeps only the counts and one digest per key. A plain file is cut into line-aligned byte ranges,
 one per worker process (:mod:`ragstage.parallel_count`); a ``.gz`` file is read by one process.
 Duplicates are located afterwards, with line numbers, by a second read of the file.
-:mod:`ragstage.formats` picks this reader or the Parquet one.
+:mod:`ragstage.trace_files` picks this reader or the Parquet one.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from .tally import Tally, grouper, tally_records
 from .trace import MAX_LINE_BYTES, is_blank, line_ranges, read_records
 from .typed_record import as_record
 
-__all__ = ["count_jsonl"]
+__all__ = ["count_jsonl", "count_range", "MIN_SPLIT_BYTES"]
 
-_MIN_SPLIT = 4 << 20  # files under 4 MB are not worth a second process
+#: Files under 4 MB are counted in one process: not worth a second one.
+MIN_SPLIT_BYTES = 4 << 20
 _BLOCK = 1 << 20  # bytes of lines read at a time
 _DEFAULT_PIPELINE = FIELDS["pipeline"].default
 
@@ -96,8 +97,10 @@ def _too_long(line: int) -> TraceError:
     return TraceError(f"line longer than {MAX_LINE_BYTES >> 20} MiB: not a JSON Lines file", line=line)
 
 
-def _count_range(path: str, start: int, end: int, by: str | None, require: str) -> PartCount:
-    """Count the lines that start in ``[start, end)``; an error's line is counted from ``start``."""
+def count_range(path: str, start: int, end: int, by: str | None, require: str) -> PartCount:
+    """Count the lines that start in ``[start, end)``: the task each worker of :func:`count_jsonl` runs.
+
+    An error's line is counted from ``start``."""
     out = PartCount()
     pairs = array("I")
     read = [0]
@@ -116,7 +119,7 @@ def _count_range(path: str, start: int, end: int, by: str | None, require: str) 
 def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     """Cut a file into ``parts`` byte ranges that start at line beginnings (one for a small file)."""
     size = path.stat().st_size
-    if parts <= 1 or size < _MIN_SPLIT:
+    if parts <= 1 or size < MIN_SPLIT_BYTES:
         return [(0, size)]
     return line_ranges(path, parts)
 
@@ -142,5 +145,5 @@ def count_jsonl(path: str | Path, by: str | None = "pipeline", require: str = "a
         # checks duplicates itself, so the digests are not needed).
         return tally_records((as_record(rec) for _, rec in read_records(path)), by, require)
     ranges = _ranges(path, workers or os.cpu_count() or 1)
-    return count_parts(_count_range, [(str(path), a, b, by, require) for a, b in ranges], str(path), "line",
+    return count_parts(count_range, [(str(path), a, b, by, require) for a, b in ranges], str(path), "line",
                        lambda: _line_keys(path))

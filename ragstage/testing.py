@@ -20,7 +20,7 @@ __all__ = ["assert_no_regression"]
 
 def _traces(run: str | Path | Iterable[Trace]) -> tuple[list[Trace], str]:
     if isinstance(run, (str, Path)):
-        from .formats import read_any
+        from .trace_files import read_any
 
         return list(read_any(run)), str(run)
     return list(run), ""

@@ -12,7 +12,7 @@ an object; null where null is allowed), and a field whose check does more than a
 ``prompt_source``) is typed to accept only null. A line that does not fit the plain types is
 therefore not rejected here: it goes to ``check_record``, which converts it or raises the
 error that names the field. So every line gets exactly the checks, errors and normalised
-form it would get from ``check_record``, and ``tests/test_record.py`` checks the two agree
+form it would get from ``check_record``, and ``tests/conformance/test_typed_record.py`` checks the two agree
 on random records, bad ones included.
 """
 

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-__all__ = ["die_with_parent", "WATCH_SECONDS"]
+__all__ = ["die_with_parent", "watch_parent", "WATCH_SECONDS"]
 
 #: How often the fallback watcher checks the parent (seconds).
 WATCH_SECONDS = 0.5
@@ -48,10 +48,18 @@ def _watch(parent: int) -> None:
     os._exit(1)
 
 
+def watch_parent(parent: int | None = None) -> None:
+    """A pool initializer, and :func:`die_with_parent`'s fallback where the kernel sends no signal:
+    a daemon thread ends this worker once ``parent`` (its parent now, when not given) is no
+    longer its parent, checked every :data:`WATCH_SECONDS`."""
+    parent = os.getppid() if parent is None else parent
+    threading.Thread(target=_watch, args=(parent,), name="ragstage-parent-watch", daemon=True).start()
+
+
 def die_with_parent() -> None:
     """A pool initializer: end this worker process when the process that started it ends."""
     parent = os.getppid()
     if not _death_signal():
-        threading.Thread(target=_watch, args=(parent,), name="ragstage-parent-watch", daemon=True).start()
+        watch_parent(parent)
     elif os.getppid() != parent:  # the parent died before the kernel was asked
         os._exit(1)

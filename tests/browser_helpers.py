@@ -1,4 +1,4 @@
-"""Start and stop a throw-away JupyterLab server, and find the browser, for tests/test_browser.py.
+"""Start and stop a throw-away JupyterLab server, and find the browser, for tests/integration/test_browser.py.
 
 The server never touches the user's Jupyter setup: config, data, runtime, IPython, user
 settings and workspaces all live in a temporary folder, it listens on a free loopback port

@@ -2,13 +2,20 @@
 
 No test may reach a model hub or a dataset host. The fixtures below are the chapter traces
 and the small judged runs that several test modules read; each is built fresh per test
-(a test may edit its list) except the run builder, which is a plain function.
+(a test may edit its list) except the run builder, which is a plain function; and one local
+Spark session for every test that needs one.
+
+This file sits in ``tests/``, a folder with no ``__init__.py``: pytest puts ``tests/`` on
+``sys.path`` when it loads it, so the helpers beside it (``browser_helpers``, ``trace_sets``,
+``repo_paths``, ...) import as top-level modules from a test in any subfolder.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Callable, Mapping, Sequence
+import shutil
+import sys
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pytest
 
@@ -70,3 +77,21 @@ def judged_run() -> Callable[..., list[Trace]]:
     hypothesis tests can use it.
     """
     return _judged_run
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local Spark session (two cores, no UI), shared by every test that asks; skipped without
+    pyspark or a Java runtime."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'ragstage[spark]')")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("no Java runtime for Spark (install a JDK 17, or set JAVA_HOME)")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors run this interpreter's packages
+    session = (SparkSession.builder.master("local[2]").appName("ragstage-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.driver.memory", "1g").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -22,7 +22,7 @@ from typing import Any
 
 from ._core import CheckResult, Exercise, Expect, evaluate
 
-__all__ = ["check", "exercise", "exercises", "chapters", "notebook", "Exercise", "Expect", "CheckResult"]
+__all__ = ["check", "evaluate", "exercise", "exercises", "chapters", "notebook", "Exercise", "Expect", "CheckResult"]
 
 _CHAPTER_MODULE = re.compile(r"ch(\d\d)$")
 

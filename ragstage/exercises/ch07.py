@@ -78,14 +78,15 @@ def _quoted(label: Any) -> tuple[str, int, int]:
     return str(span["id"]), int(span["start"]), int(span["end"])
 
 
-# The sentence of document 1042 that answers the zinc question, from its first word to its full stop.
-_ZINC_FIRST, _ZINC_LAST = "Pooling seven", "(95% CI 21% to 45%)."
+#: The sentence of document 1042 that answers the zinc question (exercise 7.7), from its first word
+#: to its full stop.
+ZINC_FIRST, ZINC_LAST = "Pooling seven", "(95% CI 21% to 45%)."
 
 
 def _in_zinc_sentence(label: Any) -> bool:
     doc, start, end = _quoted(label)
     text = _document("1042")
-    first, last = text.index(_ZINC_FIRST), text.index(_ZINC_LAST) + len(_ZINC_LAST)
+    first, last = text.index(ZINC_FIRST), text.index(ZINC_LAST) + len(ZINC_LAST)
     return doc == "1042" and first <= start < end <= last
 
 

@@ -2,7 +2,7 @@
 
 The numbers come from the functions the command line prints: the attribution and flag
 rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by the same call
-(:func:`ragstage.formats.count_files`) and laid out by :mod:`ragstage.rows`; the comparison is
+(:func:`ragstage.trace_files.count_files`) and laid out by :mod:`ragstage.rows`; the comparison is
 :meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. Bad input
 fails with the readers' own errors.
 
@@ -23,10 +23,10 @@ from typing import Any, Iterable, Iterator, Sequence
 from .. import __version__
 from ..attribution import BUCKETS, FLAGS, SEVERITY, Diagnosis, diagnose
 from ..fields import FIELDS
-from ..formats import count_files, read_any
 from ..rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, flag_rows
 from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
+from ..trace_files import count_files, read_any
 
 __all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "comparison_data", "missing_fields", "expand_trace",
            "TABLED_LISTS", "TABLED_TEXTS"]
@@ -180,7 +180,7 @@ def report_data(paths: Sequence[str | Path], by: str | None = "pipeline", requir
     """The report page's data: ``attribute``'s rows, the funnel, and the first ``max_questions``
     questions (all of them when None) with their traces, and how many of each bucket were left out.
 
-    The numbers are ``attribute``'s one count (:func:`ragstage.formats.count_files`, every trace
+    The numbers are ``attribute``'s one count (:func:`ragstage.trace_files.count_files`, every trace
     checked, on ``workers`` processes); the questions listed are read again, and only those (input
     from a pipe, which can be read once, is counted in this process as its first questions are
     listed), and say how many carry a judge's labels (:func:`ragstage.html.gold.judge_labels`). With

@@ -251,9 +251,9 @@ def doctor_files(paths: Iterable[str], labels: str | None = None, recover_prompt
     that matched no request are notes; traces whose labels no chunk could be tested against
     cannot be attributed.
     """
-    from ..formats import read_any
+    from ..trace_files import read_any
+    from .export_kinds import detect, regular_file
     from .flow import ingest_spans
-    from .formats import detect, regular_file
 
     traces: list[Trace] = []
     notes: list[str] = []

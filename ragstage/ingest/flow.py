@@ -33,8 +33,8 @@ from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 from ..atomic import atomic_output, check_output, is_special
 from ..collector import collector_paused
 from ..errors import TraceError
-from ..formats import input_files
 from ..trace import WRITE_BUFFER, FilePart, Trace, trace_line, trace_stream, write_traces
+from ..trace_files import input_files
 from ..workers import die_with_parent
 from .accounts import Accounts, conclude, request
 from .build import IngestOptions
@@ -45,7 +45,8 @@ from .scratch import scratch_folder
 from .sources import load_spans, path_reader, read_note
 from .spans import Span, SpanError
 
-__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "MIN_SPLIT_BYTES"]
+__all__ = ["ingest_spans", "ingest_spans_to", "ingest_openinference", "MIN_SPLIT_BYTES", "PartPlan", "plan_parts",
+           "append_file"]
 
 #: Files smaller than this are read by one process (a second one costs more than it saves).
 MIN_SPLIT_BYTES = 16 << 20
@@ -100,7 +101,7 @@ def _ingest_to(out: str | Path, sources: list[Any], labels: Iterable[Label] | st
     # the files read are refused as the output, before any is read: written over, they would be lost
     inputs: list[str | Path] = [f for s in [*sources, labels] if isinstance(s, (str, Path)) for f in input_files(s)]
     check_output(out, inputs)
-    plan, index = _plan(sources, opts, workers, lambda: LabelIndex(iter_labels(labels)))
+    plan, index = plan_parts(sources, opts, workers, lambda: LabelIndex(iter_labels(labels)))
     if plan is not None:
         result = _ingest_parts_to(out, plan, index, opts, inputs)
         if result is not None:
@@ -126,7 +127,7 @@ def _inputs(sources: list[Any], stack: contextlib.ExitStack, read: list[str],
             warnings: list[str]) -> tuple[list[tuple[str, Iterator[tuple[int, list[Span]]]]], dict | None]:
     """Each source as ``(name, batches)``, and where each trace's last span is: ``{(source,
     line): [trace ids]}`` when every source is an OTLP JSON Lines file (scanned first), else None."""
-    from .formats import detect, regular_file
+    from .export_kinds import detect, regular_file
 
     inputs: list[tuple[str, Iterator[tuple[int, list[Span]]]]] = []
     last: dict[str, tuple[int, int]] | None = {}
@@ -192,7 +193,7 @@ def _request_traces(sources: list[Any], index: LabelIndex, opts: IngestOptions,
 # Reading one file in parts.
 
 @dataclass
-class _Plan:
+class PartPlan:
     """How to read one OTLP JSON Lines file in parts: the byte ranges, and where each trace closes."""
 
     name: str  # the path as given
@@ -202,8 +203,8 @@ class _Plan:
     closing: dict[tuple[int, int], list[str]]
 
 
-def _plan(sources: list[Any], opts: IngestOptions, workers: int | None,
-          meanwhile: Callable[[], _T]) -> tuple[_Plan | None, _T]:
+def plan_parts(sources: list[Any], opts: IngestOptions, workers: int | None,
+               meanwhile: Callable[[], _T]) -> tuple[PartPlan | None, _T]:
     """The parts of the one input when it is worth reading in parts (one plain OTLP JSON Lines
     file of :data:`MIN_SPLIT_BYTES` or more, runs not split, Linux, and a cut that keeps every
     trace whole), else None; and what ``meanwhile()`` (reading the labels) gave.
@@ -227,14 +228,15 @@ def _plan(sources: list[Any], opts: IngestOptions, workers: int | None,
     starts = [0, *(scan.starts[cut - 1] for cut in cuts), path.stat().st_size]
     first_lines = [1, *cuts]
     parts = [(starts[k], starts[k + 1], first_lines[k]) for k in range(len(first_lines))]
-    return _Plan(str(sources[0]), path, found, parts, _closing({t: (0, last) for t, (_, last) in lines.items()})), other
+    closing = _closing({t: (0, last) for t, (_, last) in lines.items()})
+    return PartPlan(str(sources[0]), path, found, parts, closing), other
 
 
 def _splittable(sources: list[Any], opts: IngestOptions, workers: int) -> tuple[Path, Any] | None:
-    """The one input's path and detected format when :func:`_plan` may read it in parts; None
+    """The one input's path and detected format when :func:`plan_parts` may read it in parts; None
     when it is not worth it, or when its format cannot be told (then one process reads it and
     reports why, after the labels, as it always did)."""
-    from .formats import detect
+    from .export_kinds import detect
 
     if workers < 2 or len(sources) != 1 or opts.split_runs or not _can_fork():
         return None
@@ -262,7 +264,7 @@ class _PartJob:
     """What every part's process needs; a forked process inherits it (labels and options may
     hold functions, which need not be picklable)."""
 
-    plan: _Plan
+    plan: PartPlan
     index: LabelIndex
     opts: IngestOptions
     files: list[Path]  # where each part writes its traces
@@ -317,7 +319,7 @@ def _ingest_part(k: int) -> _PartDone:
                      sum(accounts.spans.values()), unscanned, error)
 
 
-def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: IngestOptions,
+def _ingest_parts_to(out: str | Path, plan: PartPlan, index: LabelIndex, opts: IngestOptions,
                      inputs: list[str | Path]) -> IngestResult | None:
     """Read the planned parts in as many processes and account them in file order into one
     result and ``out``; None when a part met a trace the scan did not close (then one process
@@ -334,7 +336,7 @@ def _ingest_parts_to(out: str | Path, plan: _Plan, index: LabelIndex, opts: Inge
             parts = _read_parts(_PartJob(plan, index, opts, files), result)
             with trace_stream(tmp, out, append=not gz) as stream:
                 for path in files if gz else files[1:]:
-                    _append_file(path, stream)
+                    append_file(path, stream)
     except _Unscanned:  # the output's temporary file is gone, the target untouched
         return None
     result.written = result.counts.n
@@ -378,7 +380,7 @@ def _read_parts(job: _PartJob, result: IngestResult) -> list[_PartDone]:
     return parts
 
 
-def _append_file(path: Path, stream: IO[bytes]) -> None:
+def append_file(path: Path, stream: IO[bytes]) -> None:
     """Append the bytes of ``path`` to ``stream``: copied by the kernel, file to file, when the
     stream is a plain file (a part's traces never pass through this process: a tenth of the
     time), else through a buffer (a ``.gz`` stream compresses them)."""

@@ -30,7 +30,8 @@ from ..trace import line_ranges
 from ..workers import die_with_parent
 from .spans import Span, SpanError, hex_id
 
-__all__ = ["trace_lines", "scanning", "FileScan", "safe_cuts", "line_offsets", "TraceGroups", "is_json_lines"]
+__all__ = ["trace_lines", "scanning", "FileScan", "safe_cuts", "line_offsets", "line_regions", "TraceGroups",
+           "is_json_lines"]
 
 # ``"traceId": "<value>"`` or ``"trace_id": "<value>"``. Inside a JSON string every quote is
 # escaped, so a quoted key followed by a colon is an object key; a ``traceId`` of a span link
@@ -54,7 +55,7 @@ def is_json_lines(path: str | Path) -> bool:
     return False
 
 
-def _blocks(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[tuple[bytes, int, int]]:
+def line_regions(handle: IO[bytes], size: int = 1 << 23, left: int = -1) -> Iterator[tuple[bytes, int, int]]:
     """The stream as regions of whole lines, ``(data, start, stop)`` for ``data[start:stop]``,
     about ``size`` bytes read at a time (a longer line is one region); with ``left``, only that
     many bytes (a range that ends at a line end). A region is the bytes as read, not a copy:
@@ -88,7 +89,7 @@ class FileScan(NamedTuple):
 
 
 def _scan(regions: Iterable[tuple[bytes, int, int]]) -> tuple[array, dict[bytes, tuple[int, int]]]:
-    """Where each line in ``regions`` (as :func:`_blocks` gives them) starts, in bytes from the
+    """Where each line in ``regions`` (as :func:`line_regions` gives them) starts, in bytes from the
     first one's start, and ``raw trace id -> (first, last line naming it)``, lines from 1."""
     seen: dict[bytes, tuple[int, int]] = {}
     starts = array("q")
@@ -139,7 +140,7 @@ def _scan_range(job: tuple[str, int, int | None, int]) -> tuple[array, dict[str,
     path, start, end, block_size = job
     with gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb") as handle:
         handle.seek(start)
-        starts, seen = _scan(_blocks(handle, block_size, -1 if end is None else end - start))
+        starts, seen = _scan(line_regions(handle, block_size, -1 if end is None else end - start))
     traces: dict[str, tuple[int, int]] = {}
     _widen(traces, ((_trace_id(raw), lines) for raw, lines in seen.items()))
     return (array("q", [s + start for s in starts]) if start else starts), traces

@@ -9,7 +9,7 @@ about half the CPU time. Anything else (an unknown key, a value of another type,
 with neither query id nor query, a span whose start is not before its end, a line that is not
 JSON) makes :func:`label_values` return None, and :func:`.gold.parse_label` reads the line:
 its labels and its error messages are the reference; this decoder gives the same values or
-leaves the line alone (``tests/test_ingest_labels_typed.py`` checks that on generated lines).
+leaves the line alone (``tests/conformance/test_labels_typed.py`` checks that on generated lines).
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def _frame_spans(frame: Any, where: str) -> Iterator[Span]:
 
 def read_mlflow_json(path: str | Path) -> Iterator[Span]:
     """Spans from ``Trace.to_json()`` lines (or one JSON list of traces); errors name the line."""
-    from .formats import read_json_values
+    from .export_kinds import read_json_values
 
     for _, spans in read_json_values(path, trace_spans):
         yield from spans
@@ -202,7 +202,7 @@ def from_mlflow(source: Any) -> Iterator[Span]:
     dicts), a path to ``Trace.to_json()`` lines, or a path to a saved frame (``.parquet``)."""
     if isinstance(source, (str, Path)):
         if Path(source).is_dir() or str(source).endswith(".parquet"):
-            from .formats import read_frame
+            from .export_kinds import read_frame
 
             return _frame_spans(read_frame(Path(source)), str(source))
         return read_mlflow_json(source)

@@ -2,7 +2,7 @@
 
 The names are OpenInference's semantic conventions as the LangChain and LlamaIndex
 instrumentors write them (checked against spans those instrumentors really produce, in
-``tests/test_ingest_frameworks.py``):
+``tests/integration/test_ingest_frameworks.py``):
 
 * ``retrieval.documents.N.document.{id,score,content,metadata}`` on RETRIEVER spans (the
   metadata as a JSON object, or flattened into ``document.metadata.<key>`` as Phoenix stores it);
@@ -26,7 +26,7 @@ from .memo import IngestCache, remember
 from .spans import Span, SpanError
 
 __all__ = ["Document", "documents", "metadata", "prompt_text", "answer_text", "json_or_none", "postprocessor_ids",
-           "AttributeGroups", "attribute_groups", "LISTS"]
+           "AttributeGroups", "attribute_groups", "LISTS", "indexed_items", "flat_metadata"]
 
 
 class Document(NamedTuple):
@@ -60,8 +60,9 @@ def _list_item(key: str, dotted: str) -> tuple[str, str] | None:
     return None
 
 
-def _indexed(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """``{N: {suffix: value}}`` for every key ``prefix.N.suffix``."""
+def indexed_items(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    """``{N: {suffix: value}}`` for every key ``prefix.N.suffix``: one scan of the attributes, the
+    reference that :func:`attribute_groups` (one pass for every list) is tied to by a property test."""
     out: dict[int, dict[str, Any]] = {}
     dotted = prefix + "."
     for key, value in attrs.items():
@@ -92,11 +93,11 @@ class AttributeGroups(NamedTuple):
     documents had its thirty-odd keys scanned twice, each key split again each time. Read once
     into these groups (each key split once, and its place remembered, since the same keys come
     back span after span), each reader looks its part up. :func:`attribute_groups` gives exactly
-    what the scans give (``tests/test_ingest_attribute_groups.py`` checks it on generated keys).
+    what the scans give (``tests/conformance/test_attribute_groups.py`` checks it on generated keys).
     """
 
-    lists: dict[str, dict[int, dict[str, Any]]]  # prefix -> _indexed(attributes, prefix), prefixes present
-    metadata: list[tuple[str, Any]]  # _flat_metadata(attributes)
+    lists: dict[str, dict[int, dict[str, Any]]]  # prefix -> indexed_items(attributes, prefix), prefixes present
+    metadata: list[tuple[str, Any]]  # flat_metadata(attributes)
 
 
 # Where a key goes: (its list item's slot, the field) or (None, the metadata key); () nowhere. A
@@ -109,7 +110,7 @@ _tuple_new = tuple.__new__
 
 
 def _place(key: str, cache: IngestCache) -> _Place:
-    """Where ``key`` goes, by the rules of :func:`_indexed` and :func:`_flat_metadata`; the index
+    """Where ``key`` goes, by the rules of :func:`indexed_items` and :func:`flat_metadata`; the index
     is -1 for digits that ``int`` refuses (``"²"``), where the scan raises. Kept in ``cache``."""
     slots = cache.slots
     place: _Place = ()
@@ -163,12 +164,13 @@ def attribute_groups(attributes: Mapping[str, Any], cache: IngestCache | None = 
 
 
 def _items(span: Span, prefix: str, groups: AttributeGroups | None) -> dict[int, dict[str, Any]]:
-    """:func:`_indexed` of the span's attributes, looked up in its groups when they were read."""
-    return _indexed(span.attributes, prefix) if groups is None else groups.lists.get(prefix, {})
+    """:func:`indexed_items` of the span's attributes, looked up in its groups when they were read."""
+    return indexed_items(span.attributes, prefix) if groups is None else groups.lists.get(prefix, {})
 
 
-def _flat_metadata(attrs: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """``(key, value)`` of every attribute ``metadata.<key>``, in order."""
+def flat_metadata(attrs: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(key, value)`` of every attribute ``metadata.<key>``, in order: the reference for the
+    metadata :func:`attribute_groups` collects."""
     return [(key[len(_FLAT_METADATA):], v) for key, v in attrs.items() if key.startswith(_FLAT_METADATA)]
 
 
@@ -251,7 +253,7 @@ def metadata(span: Span, groups: AttributeGroups | None = None) -> dict[str, Any
     raw = span.attributes.get("metadata")
     value = raw if isinstance(raw, dict) else json_or_none(raw)
     out = dict(value) if isinstance(value, dict) else {}
-    for key, v in _flat_metadata(span.attributes) if groups is None else groups.metadata:
+    for key, v in flat_metadata(span.attributes) if groups is None else groups.metadata:
         out.setdefault(key, v)
     return out
 

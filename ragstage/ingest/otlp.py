@@ -182,7 +182,7 @@ def read_otlp_batches(path: str | Path, part: FilePart | None = None) -> Iterato
     of that part of a plain JSON Lines file."""
     if part is not None:
         return read_json_lines(path, _batch_spans, SpanError, part, _decode_line)
-    from .formats import read_json_values
+    from .export_kinds import read_json_values
 
     return read_json_values(path, _batch_spans, _decode_line)
 

@@ -8,7 +8,7 @@ for bench_ingest's 100,000 spans). Anything else (snake_case
 keys, nested or bytes values, a failed span, a field this schema does not name, a bad id,
 a line that is not JSON) makes :func:`typed_spans` return None, and the line is read by the
 general reader, whose spans and error messages are the reference: this decoder gives the
-same spans or none (``tests/test_ingest_otlp_typed.py`` checks that on generated lines).
+same spans or none (``tests/conformance/test_otlp_typed.py`` checks that on generated lines).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def from_phoenix(frame: Any) -> Iterator[Span]:
     where = "<Phoenix DataFrame>"
     if isinstance(frame, (str, Path)):
         where = str(frame)
-        from .formats import read_frame
+        from .export_kinds import read_frame
 
         frame = read_frame(Path(frame))
     if not isinstance(frame, pd.DataFrame):
@@ -147,7 +147,7 @@ def span_object(obj: Any) -> Span:
 
 def read_phoenix_jsonl(path: str | Path) -> Iterator[Span]:
     """Spans from a Phoenix span JSON Lines file (one span object a line; errors name the line)."""
-    from .formats import read_json_values
+    from .export_kinds import read_json_values
 
     for _, value in read_json_values(path, _objects_in):
         yield from value

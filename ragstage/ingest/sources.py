@@ -1,6 +1,6 @@
-"""Where spans come from: a path in any format :mod:`.formats` detects, or the objects tools hand you.
+"""Where spans come from: a path in any format :mod:`.export_kinds` detects, or the objects tools hand you.
 
-:func:`load_spans` reads spans from any export :mod:`.formats` recognises (OTLP JSON, Phoenix
+:func:`load_spans` reads spans from any export :mod:`.export_kinds` recognises (OTLP JSON, Phoenix
 span JSON Lines or frames, MLflow traces) or from the objects those tools hand you (Phoenix
 and MLflow DataFrames, MLflow ``Trace`` lists, Phoenix span lists, OpenTelemetry SDK spans), and
 says in one line per input what it read (and warns of a Phoenix pull cut at the client's limit).
@@ -34,7 +34,7 @@ def path_reader(path: str | Path, found: Any) -> Callable[[Path], Iterable[Span]
 
 def _open_path(path: str | Path, read: list[str], warnings: list[str]) -> Iterator[Span]:
     """The spans of one file or folder, its format detected from the content (read once)."""
-    from .formats import detect, regular_file
+    from .export_kinds import detect, regular_file
 
     with regular_file(path) as real:
         found = detect(real)
@@ -103,7 +103,7 @@ def _objects(source: Any, read: list[str], warnings: list[str]) -> Iterator[Span
 
 
 def load_spans(source: Any, read: list[str] | None = None, warnings: list[str] | None = None) -> Iterator[Span]:
-    """Spans from a path (any format :func:`.formats.detect` names; a folder of Parquet files),
+    """Spans from a path (any format :func:`.export_kinds.detect` names; a folder of Parquet files),
     a Phoenix or MLflow DataFrame, MLflow ``Trace`` objects, Phoenix span objects (dicts), or
     SDK / :class:`Span` objects. ``read`` collects one line per input saying what was read."""
     read = [] if read is None else read

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 import orjson
 
 from ..attribution import BUCKETS, diagnose
-from ..formats import input_files, read_any
+from ..trace_files import input_files, read_any
 
 __all__ = ["FORMAT", "Request", "Sample", "read_requests", "ids_digest", "draw", "allocate", "write_sample",
            "read_sample", "sample_command", "add_sample_parser"]

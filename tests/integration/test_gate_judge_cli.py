@@ -8,16 +8,16 @@ import html
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
 from judged_runs import JUDGE, gold_options, judged, ragstage, write_runs
 from markdown_it import MarkdownIt
+from repo_paths import JUNIT_XSD, REPO
 
 from ragstage import read_traces, write_traces
 
-XSD = Path(__file__).parent.parent / "junit.xsd"
+XSD = JUNIT_XSD
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +224,7 @@ def test_the_docs_example_is_what_the_command_prints(worse):
     import subprocess
     import sys
 
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "gold-for-a-few.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "gold-for-a-few.md").read_text(encoding="utf-8")
     section = docs.split("\n## Gating on a judge\n", 1)[1].split("\n## ", 1)[0]
     example, refusal, note = [block.splitlines() for block in re.findall(r"```(?:text|output)\n(.*?)\n```", section,
                                                                           re.S)]

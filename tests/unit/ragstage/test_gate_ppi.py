@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from judged_runs import JUDGE, judged, requests, trace
+from repo_paths import JUNIT_XSD
 
 from ragstage.gate import pair_runs
 from ragstage.gate_ppi import (
@@ -245,7 +246,6 @@ def small_runs():
 @given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), min_size=1))
 def test_any_judge_name_leaves_the_junit_valid_and_the_markdown_its_shape(small_runs, name):
     import xml.etree.ElementTree as ET
-    from pathlib import Path
 
     import xmlschema
 
@@ -259,7 +259,7 @@ def test_any_judge_name_leaves_the_junit_valid_and_the_markdown_its_shape(small_
                              names=(name, "after"), gold_names=(name, "g"), sample_names=(name, "s"))
 
     hostile, plain = result(name), result("plain")
-    schema = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[3] / "tests" / "junit.xsd"))
+    schema = xmlschema.XMLSchema(str(JUNIT_XSD))
     schema.validate(ET.fromstring(hostile.to_junit().split("\n", 1)[1].encode("utf-8")))
     assert len(hostile.to_markdown().splitlines()) == len(plain.to_markdown().splitlines())
     assert all("\n" not in line for line in hostile.estimate.text())
