@@ -168,7 +168,7 @@ def _count(text: str) -> int:
 
 #: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
 _LIGHT = ("attribute", "compare", "report", "convert", "sample")
-_HEAVY = ("run", "ingest", "doctor", "annotate")
+_HEAVY = ("run", "ingest", "doctor", "annotate", "judge")
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
@@ -247,6 +247,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     from .annotate.cli import add_annotate_parser
 
     add_annotate_parser(sub)
+    from .judge.cli import add_judge_parser
+
+    add_judge_parser(sub)
     return parser
 
 
