@@ -52,7 +52,17 @@ def _numeric(text: str) -> bool:
     return True
 
 
+def _say_if_silver(paths: Sequence[str], corrected: bool = False) -> None:
+    """On stderr: how many traces a judge labelled, and that their rates are the judge's."""
+    from .judge.notice import silver_in_files, silver_note
+
+    note = silver_note(*silver_in_files(paths), corrected=corrected)
+    if note:
+        print(note, file=sys.stderr)
+
+
 def _attribute(args: argparse.Namespace) -> int:
+    _say_if_silver(args.files, corrected=bool(args.gold_sample))
     if args.gold_sample or args.sample:
         from .ppi.estimate import gold_attribute
 
@@ -81,6 +91,7 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    _say_if_silver([args.before, args.after])
     if args.gate or args.summary or args.junit:
         return _gated(args)
     from .report import compare  # pandas loads for compare only: attribute prints its rows without it

@@ -11,14 +11,13 @@ in the new gold); a free-text answer stays unjudged unless the label says ``corr
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..errors import TraceError
 from ..ingest.gold import Label, LabelIndex
 from ..trace import Trace
 
-__all__ = ["apply_labels", "silver_summary", "labels_meta"]
+__all__ = ["apply_labels", "labels_meta"]
 
 
 def labels_meta(label: Label) -> dict[str, str]:
@@ -69,14 +68,3 @@ def apply_labels(traces: Iterable[Trace], labels: Sequence[Label], *, only_label
                          f"{unmatched[0].query_id!r})", path=unmatched[0].path, line=unmatched[0].line,
                          field="query_id")
     return out
-
-
-def silver_summary(traces: Iterable[Trace | Mapping[str, Any]]) -> Counter[str]:
-    """How many traces each judge labelled (``"name (model)"`` -> count); empty when none is silver."""
-    counts: Counter[str] = Counter()
-    for trace in traces:
-        meta = trace.meta if isinstance(trace, Trace) else (trace.get("meta") or {})
-        labels = meta.get("labels") if isinstance(meta, Mapping) else None
-        if isinstance(labels, Mapping) and labels.get("by") == "judge":
-            counts[f"{labels.get('judge')} ({labels.get('model')})"] += 1
-    return counts
