@@ -39,27 +39,32 @@ def silver_summary(traces: Iterable[Any]) -> Counter[str]:
 def silver_in_files(paths: Iterable[str | Path]) -> tuple[Counter[str], int]:
     """:func:`silver_summary` over trace files, and how many traces they hold. A JSON Lines line is
     decoded only when it holds ``"judge"`` (every silver trace's meta does), so the scan costs a
-    fraction of reading the traces; Parquet is read through the trace reader."""
+    fraction of reading the traces; Parquet is read through the trace reader. A file or line that
+    cannot be read is passed over here: the command's own reader reports it, by file and line."""
+    from ..errors import TraceError
     from ..formats import is_parquet, read_any
 
     counts: Counter[str] = Counter()
     total = 0
     for path in paths:
-        if is_parquet(path):
-            traces = list(read_any(path))
-            counts.update(silver_summary(traces))
-            total += len(traces)
+        try:
+            if is_parquet(path):
+                traces = list(read_any(path))
+                counts.update(silver_summary(traces))
+                total += len(traces)
+                continue
+            opener = gzip.open if str(path).endswith(".gz") else open
+            with opener(path, "rb") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    total += 1
+                    if b'"judge"' in line:
+                        judge = _judge_of(orjson.loads(line).get("meta"))
+                        if judge is not None:
+                            counts[judge] += 1
+        except (OSError, EOFError, ValueError, TraceError, AttributeError):
             continue
-        opener = gzip.open if str(path).endswith(".gz") else open
-        with opener(path, "rb") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                total += 1
-                if b'"judge"' in line:
-                    judge = _judge_of(orjson.loads(line).get("meta"))
-                    if judge is not None:
-                        counts[judge] += 1
     return counts, total
 
 
