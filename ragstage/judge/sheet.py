@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 import orjson
 
 from ..errors import TraceError
-from ..ppi.sample import Sample
 from ..trace import Trace, read_json_lines
 from .silver import candidates, relevance_value
 
@@ -32,6 +31,17 @@ __all__ = ["SHEET_COLUMNS", "sheet_requests", "write_sheet", "read_sheet", "samp
 
 SHEET_COLUMNS = ("query_id", "pipeline", "query", "rank", "doc_id", "text", "relevant", "sample")
 _UNANSWERABLE = "unanswerable"
+
+
+class Sample(Protocol):
+    """What the sheet reads of a :class:`ragstage.ppi.sample.Sample` (that module writes sheets
+    through this one, so it is not imported here)."""
+
+    seed: int
+    n: int
+    pipeline: str
+    ids_digest: str
+    query_ids: Sequence[str]
 
 
 def sample_tag(sample: Sample) -> str:
