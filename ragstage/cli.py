@@ -1,5 +1,5 @@
 """The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``,
-``doctor`` and ``annotate``.
+``doctor``, ``annotate`` and ``judge``.
 
 Exit codes (docs/safe-outputs.md): 0 done; 1 the command's check failed (``compare --gate``:
 the change is worse; ``ingest --strict``, ``doctor``: see their help); 2 a user's mistake (a bad
