@@ -6,14 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ragstage.attribution import diagnose
 from ragstage.fixtures import fixture_path
 from ragstage.formats import read_any
-from ragstage.ingest.gold import NO_RELEVANT, read_labels
+from ragstage.ingest.gold import NO_RELEVANT, JudgeInfo, Label, read_labels
+from ragstage.judge.apply import apply_labels
 from ragstage.judge.passages import read_passages
-from ragstage.judge.relevance import RELEVANCE_TEMPLATE, Pair, judge_pairs, template_sha256
+from ragstage.judge.relevance import RELEVANCE_TEMPLATE, Pair, PairVerdict, judge_pairs, template_sha256
 from ragstage.judge.run import judge_traces, pairs_of
-from ragstage.judge.silver import candidates, write_labels
+from ragstage.judge.silver import candidates, silver_rows, write_labels
 
 
 class ScriptedJudge:
@@ -91,3 +95,20 @@ def test_judge_pairs_keeps_the_order_given_and_parses_one_word(tmp_path: Path) -
     pairs = [Pair("q", "b", "claim", "no match here"), Pair("q", "a", "claim", "aspirin trial")]
     verdicts, generated = judge_pairs(ScriptedJudge(), pairs, tmp_path)
     assert [(v.doc_id, v.relevant) for v in verdicts] == [("b", False), ("a", True)] and generated == 2
+
+
+_TRACES = [t for name in ("bm25", "minilm_rrf") for t in read_any(fixture_path("mini_run") / name / "traces.jsonl")]
+_PAIRS = sorted({(t.query_id, d) for t in _TRACES for d in candidates(t, 4)})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), min_size=len(_PAIRS), max_size=len(_PAIRS)))
+def test_a_silver_trace_loses_retrieval_exactly_when_its_retrieved_list_holds_no_yes(says) -> None:
+    verdicts = {pair: PairVerdict(*pair, yes, "YES" if yes else "NO") for pair, yes in zip(_PAIRS, says)}
+    judge = JudgeInfo("j", "m", "p", "s")
+    rows = silver_rows(_TRACES, verdicts, judge, depth=4)
+    labels = [Label(query_id=r["query_id"], gold=tuple(r["gold"]), answerable=True, judge=judge) for r in rows]
+    for trace in apply_labels(_TRACES, labels):
+        yes = {d for (q, d), v in verdicts.items() if q == trace.query_id and v.relevant}
+        assert set(trace.gold) == (yes or {NO_RELEVANT})
+        assert (diagnose(trace).stage.value == "retrieval") == (not yes & set(trace.retrieved))

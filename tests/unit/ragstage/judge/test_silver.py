@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragstage.errors import TraceError
@@ -111,3 +112,26 @@ def test_judgements_round_trip(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as err:
         read_judgements(tmp_path / "bad.jsonl")
     assert err.value.field == "relevant"
+
+
+_ROWS = st.lists(st.tuples(st.sampled_from(["1", "2", "q 3"]), st.sampled_from(["a", "b", "c,d", 'e"f']),
+                           st.booleans()), max_size=12, unique_by=lambda r: (r[0], r[1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ROWS, st.sampled_from([".csv", ".jsonl"]))
+def test_rows_read_back_as_the_relevant_ids_of_each_question_in_file_order(tmp_path_factory, rows, suffix) -> None:
+    path = tmp_path_factory.mktemp("rows") / f"rel{suffix}"
+    if suffix == ".csv":
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["query_id", "doc_id", "relevant"])
+            writer.writerows([(q, d, "yes" if r else "no") for q, d, r in rows])
+    else:
+        path.write_text("".join(json.dumps({"query_id": q, "doc_id": d, "relevant": r}) + "\n" for q, d, r in rows))
+    if not rows:
+        with pytest.raises(ValueError, match="no rows"):
+            rows_from_relevance(path, JUDGE)
+        return
+    expected = {q: [d for q2, d, r in rows if q2 == q and r] for q in dict.fromkeys(q for q, _, _ in rows)}
+    assert {row["query_id"]: row["gold"] for row in rows_from_relevance(path, JUDGE)} == expected
