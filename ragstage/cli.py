@@ -92,7 +92,6 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    _say_if_silver([args.before, args.after])
     if args.gate or args.summary or args.junit:
         return _gated(args)
     if any(_gold_options(args)):
@@ -329,7 +328,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     from .annotate.commands import add_annotate_parser
 
     add_annotate_parser(sub)
-    from .judge.cli import add_judge_parser
+    from .judge.commands import add_judge_parser
 
     add_judge_parser(sub)
     return parser

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from .judge.notice import judge_of
 from .rows import printable
 from .trace import Trace
 
@@ -60,8 +61,9 @@ class LabelCounter:
         if by not in ("judge", "people"):
             raise ValueError(f"{self.name}: query_id {printable(trace.query_id)!r}: field meta['labels']['by']: "
                              f"'judge' or 'people', got {printable(repr(by if isinstance(labels, dict) else labels))}")
-        if by == "judge":
-            self.judges[f"{labels.get('judge')}, model {labels.get('model')}, prompt {labels.get('prompt')}"] += 1
+        judge = judge_of(trace.meta)
+        if judge is not None:
+            self.judges[judge] += 1
 
     def watch(self, traces: Iterable[Trace]) -> Iterator[Trace]:
         """The traces, unchanged, each counted as it passes."""

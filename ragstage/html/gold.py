@@ -15,15 +15,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["judge_of", "judge_labels", "gold_sample_data"]
+from ..judge.notice import judge_of
 
-
-def judge_of(meta: Mapping[str, Any] | None) -> str | None:
-    """``"judge / model / prompt"`` when a trace's ``meta`` says a judge labelled it, else None."""
-    labels = (meta or {}).get("labels")
-    if not isinstance(labels, Mapping) or labels.get("by") != "judge":
-        return None
-    return " / ".join(str(labels.get(k, "?")) for k in ("judge", "model", "prompt"))
+__all__ = ["judge_labels", "gold_sample_data"]
 
 
 def judge_labels(metas: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:

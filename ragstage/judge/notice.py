@@ -1,7 +1,7 @@
 """What a reader says about silver traces: whose labels the rates rest on, with counts.
 
 A rate computed on a judge's labels is the judge's rate, biased by its errors; printed like any
-other rate it would pass for the truth. ``attribute``, ``compare`` and the doctor therefore count
+other rate it would pass for the truth. ``attribute`` and the doctor therefore count
 the traces whose ``meta["labels"]`` names a judge and say so (on stderr, so a table or JSON on
 stdout stays as it was). Light on purpose: ``attribute`` imports it without numpy.
 """
@@ -15,22 +15,26 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
-__all__ = ["silver_summary", "silver_note", "silver_in_files"]
+__all__ = ["judge_of", "silver_summary", "silver_note", "silver_in_files"]
 
 
-def _judge_of(meta: Any) -> str | None:
+def judge_of(meta: Any) -> str | None:
+    """The judge a trace's ``meta["labels"]`` names, as ``"name, model m, prompt p"``; None for people's labels.
+
+    The one description of a judge every command prints (the prompt is part of it: the same
+    model with another prompt is another judge)."""
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
     if isinstance(labels, Mapping) and labels.get("by") == "judge":
-        return f"{labels.get('judge')} ({labels.get('model')})"
+        return f"{labels.get('judge')}, model {labels.get('model')}, prompt {labels.get('prompt')}"
     return None
 
 
 def silver_summary(traces: Iterable[Any]) -> Counter[str]:
-    """How many traces each judge labelled (``"name (model)"`` -> count); empty when none is silver.
+    """How many traces each judge labelled (:func:`judge_of` -> count); empty when none is silver.
     Takes :class:`~ragstage.trace.Trace` objects or their dicts."""
     counts: Counter[str] = Counter()
     for trace in traces:
-        judge = _judge_of(trace.get("meta") if isinstance(trace, Mapping) else trace.meta)
+        judge = judge_of(trace.get("meta") if isinstance(trace, Mapping) else trace.meta)
         if judge is not None:
             counts[judge] += 1
     return counts
@@ -42,7 +46,7 @@ def silver_in_files(paths: Iterable[str | Path]) -> tuple[Counter[str], int]:
     fraction of reading the traces; Parquet is read through the trace reader. A file or line that
     cannot be read is passed over here: the command's own reader reports it, by file and line."""
     from ..errors import TraceError
-    from ..formats import is_parquet, read_any
+    from ..trace_files import is_parquet, read_any
 
     counts: Counter[str] = Counter()
     total = 0
@@ -60,7 +64,7 @@ def silver_in_files(paths: Iterable[str | Path]) -> tuple[Counter[str], int]:
                         continue
                     total += 1
                     if b'"judge"' in line:
-                        judge = _judge_of(orjson.loads(line).get("meta"))
+                        judge = judge_of(orjson.loads(line).get("meta"))
                         if judge is not None:
                             counts[judge] += 1
         except (OSError, EOFError, ValueError, TraceError, AttributeError):

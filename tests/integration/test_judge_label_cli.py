@@ -11,18 +11,19 @@ import sys
 from pathlib import Path
 
 from pipeline_helpers import tiny_models
+from repo_paths import REPO
 
 from ragstage.fixtures import fixture_path
-from ragstage.formats import read_any
 from ragstage.ingest.gold import read_labels
 from ragstage.judge.silver import candidates, read_judgements
+from ragstage.trace_files import read_any
 
 RUNS = [fixture_path("mini_run") / "bm25" / "traces.jsonl", fixture_path("mini_run") / "minilm" / "traces.jsonl"]
 CORPUS = fixture_path("mini_scifact") / "corpus.jsonl"
 
 
 def ragstage(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "ragstage.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 

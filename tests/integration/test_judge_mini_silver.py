@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 from ragstage.fixtures import fixture_path
-from ragstage.formats import read_any
 from ragstage.ingest.gold import read_labels
 from ragstage.judge.agreement import bucket_agreement, pair_agreement
 from ragstage.judge.apply import apply_labels
@@ -19,12 +19,13 @@ from ragstage.judge.passages import read_passages
 from ragstage.judge.relevance import RELEVANCE_TEMPLATE, Pair, template_sha256
 from ragstage.judge.run import pairs_of
 from ragstage.judge.silver import read_judgements, silver_rows
+from ragstage.trace_files import read_any
 
 #: The fixture judged the first DEPTH candidates of each ranked list (its README says so).
 DEPTH = 3
 SILVER = fixture_path("mini_run_silver")
 TRACE_FILES = sorted(fixture_path("mini_run").glob("*/traces*.jsonl"))
-DOC = Path(__file__).resolve().parents[2] / "docs" / "gold-for-a-few.md"
+DOC = REPO / "docs" / "gold-for-a-few.md"
 
 
 def _traces():

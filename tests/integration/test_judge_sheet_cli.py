@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 from ragstage.fixtures import fixture_path
 
@@ -21,7 +22,7 @@ CORPUS = fixture_path("mini_scifact") / "corpus.jsonl"
 
 
 def ragstage(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "ragstage.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -52,13 +53,14 @@ def silver(tmp_path_factory) -> Path:
 
 def test_attribute_and_the_doctor_say_the_labels_are_a_judges(silver: Path) -> None:
     done = ragstage("attribute", "silver.jsonl", cwd=silver)
-    assert done.returncode == 0 and "SILVER labels: 13 of 13 traces were labelled by a judge (toy (rule): 13)" \
+    assert done.returncode == 0 and "SILVER labels: 13 of 13 traces were labelled by a judge (toy, model rule, prompt " \
         in done.stderr
     assert "SILVER" not in ragstage("attribute", RUN, cwd=silver).stderr
     doctor = ragstage("doctor", "silver.jsonl", cwd=silver)
     assert "SILVER labels: 13 of 13" in doctor.stdout + doctor.stderr
     compared = ragstage("compare", RUN, "silver.jsonl", "--intersect", cwd=silver)
-    assert "SILVER labels: 13 of 26 traces" in compared.stderr
+    assert "silver.jsonl: labelled by a judge (toy, model rule, prompt " in compared.stderr
+    assert "on 13 of 13 traces" in compared.stderr
 
 
 def _fill(sheet: Path, out: Path) -> None:

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from ragstage.attribution import diagnose
 from ragstage.fixtures import fixture_path
-from ragstage.formats import read_any
 from ragstage.ingest.gold import NO_RELEVANT, JudgeInfo, Label, read_labels
 from ragstage.judge.apply import apply_labels
 from ragstage.judge.passages import read_passages
 from ragstage.judge.relevance import RELEVANCE_TEMPLATE, Pair, PairVerdict, judge_pairs, template_sha256
 from ragstage.judge.run import judge_traces, pairs_of
 from ragstage.judge.silver import candidates, silver_rows, write_labels
+from ragstage.trace_files import read_any
 
 
 class ScriptedJudge:

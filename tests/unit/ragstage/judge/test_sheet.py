@@ -9,11 +9,11 @@ import pytest
 
 from ragstage.errors import TraceError
 from ragstage.fixtures import fixture_path
-from ragstage.formats import read_any
 from ragstage.judge.passages import read_passages
 from ragstage.judge.sheet import read_sheet, sample_tag, write_sheet
 from ragstage.judge.silver import candidates
 from ragstage.ppi.sample import Request, draw
+from ragstage.trace_files import read_any
 
 TRACES = list(read_any(fixture_path("mini_run") / "bm25" / "traces.jsonl"))
 PASSAGES = read_passages([fixture_path("mini_scifact") / "corpus.jsonl"])

@@ -26,8 +26,8 @@ def _passages(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _label(args: argparse.Namespace) -> int:
-    from ..formats import read_any
     from ..pipeline.download import default_cache_dir
+    from ..trace_files import read_any
     from .run import judge_generator, judge_traces
     from .silver import write_judgements, write_labels
 
@@ -59,7 +59,7 @@ def _judge_from(args: argparse.Namespace) -> Any:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from ..formats import read_any
+    from ..trace_files import read_any
     from .silver import rows_from_relevance, write_labels
 
     queries = {t.query_id: t.query for t in read_any(args.traces)} if args.traces else None
@@ -85,9 +85,9 @@ def _sheet(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from ..formats import read_any
     from ..ingest.gold import read_labels
     from ..trace import write_traces
+    from ..trace_files import read_any
     from .apply import apply_labels
 
     labels = read_labels(args.labels)
