@@ -53,7 +53,8 @@ def silver(tmp_path_factory) -> Path:
 
 def test_attribute_and_the_doctor_say_the_labels_are_a_judges(silver: Path) -> None:
     done = ragstage("attribute", "silver.jsonl", cwd=silver)
-    assert done.returncode == 0 and "SILVER labels: 13 of 13 traces were labelled by a judge (toy, model rule, prompt " \
+    assert done.returncode == 0
+    assert "SILVER labels: 13 of 13 traces were labelled by a judge (toy, model rule, prompt " \
         in done.stderr
     assert "SILVER" not in ragstage("attribute", RUN, cwd=silver).stderr
     doctor = ragstage("doctor", "silver.jsonl", cwd=silver)

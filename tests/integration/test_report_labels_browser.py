@@ -31,6 +31,9 @@ def browser():
         b.close()
 
 
+JUDGE_NAME = "relevance, model stand-in, prompt p1"
+
+
 def opened(browser, path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors = []
@@ -66,7 +69,7 @@ def test_the_gold_sample_s_rates_and_the_judge_s_labels_are_on_the_page(browser,
     headers = page.eval_on_selector_all("#gold-sample-table th", "ths => ths.map(t => t.textContent)")
     assert "judge-only rate (biased)" in headers and "gold-only 95% Wilson" in headers
     note = page.inner_text("#judge-labels")
-    assert note.startswith("Labels by a judge:") and "300 of 300 traces" in note and "relevance, model stand-in, prompt p1" in note
+    assert note.startswith("Labels by a judge:") and "300 of 300 traces" in note and JUDGE_NAME in note
     page.close()
 
 

@@ -20,12 +20,15 @@ def run(tmp_path_factory):
     return write_gold_run(tmp_path_factory.mktemp("gold"))
 
 
+NAME = "relevance, model stand-in, prompt p1"
+
+
 def test_judge_of_reads_the_silver_contract():
-    assert judge_of({"labels": JUDGE}) == "relevance, model stand-in, prompt p1"
+    assert judge_of({"labels": JUDGE}) == NAME
     for meta in (None, {}, {"labels": {"by": "people"}}, {"labels": "judge"}, {"other": 1}):
         assert judge_of(meta) is None
     assert judge_labels([{"labels": JUDGE}, None, {"labels": {"by": "people"}}, {"labels": JUDGE}]) == {
-        "traces": 4, "judged": 2, "judges": {"relevance, model stand-in, prompt p1": 2}}
+        "traces": 4, "judged": 2, "judges": {NAME: 2}}
 
 
 def test_the_page_holds_attribute_s_gold_sample_rows_and_says_the_labels_are_a_judge_s(run):
@@ -37,14 +40,14 @@ def test_the_page_holds_attribute_s_gold_sample_rows_and_says_the_labels_are_a_j
     assert {r["stage"] for r in data["gold_sample"]["rows"]} >= {"none", "retrieval"}
     assert data["gold_sample"]["drawn"] == 60 and data["gold_sample"]["seed"] == 7
     assert data["gold_sample"]["agreement"]["n"] == 60
-    assert data["judge_labels"] == {"traces": 300, "judged": 300, "judges": {"relevance, model stand-in, prompt p1": 300}}
+    assert data["judge_labels"] == {"traces": 300, "judged": 300, "judges": {NAME: 300}}
     gold = report_data([run["gold"]])
     assert gold["gold_sample"] is None and gold["judge_labels"]["judged"] == 0
 
 
 def test_a_partial_listing_counts_judge_labels_among_what_it_read(run):
     data = report_data([run["silver"]], max_questions=25)
-    assert data["judge_labels"] == {"traces": 25, "judged": 25, "judges": {"relevance, model stand-in, prompt p1": 25}}
+    assert data["judge_labels"] == {"traces": 25, "judged": 25, "judges": {NAME: 25}}
 
 
 def test_the_command_line_writes_the_page_and_refuses_what_does_not_belong_together(run):
