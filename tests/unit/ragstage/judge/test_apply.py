@@ -42,7 +42,7 @@ def test_the_labels_gold_replaces_the_runs_and_the_old_verdict_goes(tmp_path: Pa
     assert [diagnose(t).stage.value for t in out] == ["generation", "reranking", "retrieval"]
     assert all(t.meta["labels"] == {"by": "judge", "judge": "j", "model": "m", "prompt": "p",
                                     "prompt_sha256": "s"} for t in out)
-    assert silver_summary(out) == {"j (m)": 3}
+    assert silver_summary(out) == {"j, model m, prompt p": 3}
     assert "3 of 3 traces" in silver_note(silver_summary(out), 3)
 
 
