@@ -26,8 +26,8 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   no retriever span makes the request *incomplete* (a parent span not in the export: an export
   cut by a limit, a run still in flight, or an instrumentor that did not export it): it is
   reported, never turned into a trace with an empty stage.
-* **robustness**: exact copies of a span are read once; two different spans with one id, or
-  a parent chain that loops, are errors. The tree is walked in linear time.
+* **robustness**: exact copies of a span are read once; two different spans with one id, or a
+  parent chain that loops, are errors. The tree is walked in linear time.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import frameworks as fw
 from . import openinference as oi
+from .genai import UNRECORDED
 from .memo import MEMO_SIZE, IngestCache, remember
 from .recover import normalise, unescaped
 from .spans import Span
@@ -93,6 +94,7 @@ class Request:
     error: dict[str, str] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
     stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
+    unrecorded: int = 0  # documents the retrievers returned beyond those their spans record
     incomplete: list[str] = field(default_factory=list)  # why the spans cannot stand for the request
     # the ingest's memo of passages' normalised texts (prompt recovery normalises each candidate once)
     passages: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
@@ -248,10 +250,6 @@ class _Kinds:
                 elif name.endswith(_TEXT_RANKERS) and (texts := fw.ranked_texts(s)) is not None:
                     self.text_rankers.append((s, texts))
 
-    @property
-    def stage_spans(self) -> int:
-        return len(self.retrievers) + len(self.rerankers) + len(self.builders) + len(self.llms)
-
 
 _Groups = dict[str, "oi.AttributeGroups | None"]  # span id -> its attributes, read once
 _Ranked = list[tuple[str, "float | None"]]  # (document id, score) in rank order
@@ -372,7 +370,8 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
     ordered = sorted(tree.spans, key=_start_end)
     groups = _read_metadata(req, ordered, cache)
     kinds = _Kinds(ordered)
-    req.stage_spans = kinds.stage_spans
+    req.stage_spans = len(kinds.retrievers) + len(kinds.rerankers) + len(kinds.builders) + len(kinds.llms)
+    req.unrecorded = sum(s.attributes.get(UNRECORDED, 0) for s in kinds.retrievers)
     _rank(req, tree, kinds, _ranked_lists(req, kinds, groups, cache))
     _prompt_and_answer(req, tree, kinds, groups)
     _query_and_version(req, tree, ordered, kinds.retrievers, query_key)
