@@ -124,10 +124,9 @@ def content_id(content: str) -> str:
 
 
 def _passage(content: str, memo: dict[str, tuple[str, str]]) -> tuple[str, str]:
-    """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
-    same chunks come back request after request (a document that answers many questions is
-    retrieved for each), and looking a passage up costs less than normalising and hashing it
-    (a memo of half the usual size: passages are long)."""
+    """A passage's normalised text and the id made from it, kept for the passages seen lately: the
+    same chunks come back request after request, and looking one up costs less than normalising
+    and hashing it (a memo of half the usual size: passages are long)."""
     known = memo.get(content)
     if known is None:
         norm = normalise(content)
@@ -226,7 +225,7 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
 class _Kinds:
     """A request's spans sorted by the part they play, in the order they started."""
 
-    __slots__ = ("retrievers", "rerankers", "postprocessors", "text_rankers", "builders", "llms")
+    __slots__ = ("retrievers", "rerankers", "postprocessors", "text_rankers", "builders", "llms", "unrecorded")
 
     def __init__(self, ordered: list[Span]) -> None:
         self.retrievers: list[Span] = []
@@ -235,10 +234,12 @@ class _Kinds:
         self.text_rankers: list[tuple[Span, list[str]]] = []  # CHAIN spans returning passages' texts (DSPy)
         self.builders: list[Span] = []  # LLM spans that only render a template
         self.llms: list[Span] = []
+        self.unrecorded = 0  # documents the retrievers returned beyond those their spans record
         for s in ordered:
             kind = s.kind
             if kind == "RETRIEVER":
                 self.retrievers.append(s)
+                self.unrecorded += s.attributes.get(UNRECORDED, 0)
             elif kind == "RERANKER":
                 self.rerankers.append(s)
             elif kind == "LLM":
@@ -316,7 +317,9 @@ def _rank(req: Request, tree: SpanTree, kinds: _Kinds, lists: dict[str, _Ranked 
 
 def _prompt_and_answer(req: Request, tree: SpanTree, kinds: _Kinds, groups: _Groups) -> None:
     """The prompt the answering model received, its answer and its model."""
-    steps = kinds.retrievers + kinds.rerankers + kinds.postprocessors + [s for s, _ in kinds.text_rankers]
+    steps = kinds.retrievers + kinds.rerankers + kinds.postprocessors
+    if kinds.text_rankers:
+        steps += [s for s, _ in kinds.text_rankers]
     answering = answering_spans(req, tree, kinds.llms, steps)
     for s in answering:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s, groups[s.span_id])
@@ -371,7 +374,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
     groups = _read_metadata(req, ordered, cache)
     kinds = _Kinds(ordered)
     req.stage_spans = len(kinds.retrievers) + len(kinds.rerankers) + len(kinds.builders) + len(kinds.llms)
-    req.unrecorded = sum(s.attributes.get(UNRECORDED, 0) for s in kinds.retrievers)
+    req.unrecorded = kinds.unrecorded
     _rank(req, tree, kinds, _ranked_lists(req, kinds, groups, cache))
     _prompt_and_answer(req, tree, kinds, groups)
     _query_and_version(req, tree, ordered, kinds.retrievers, query_key)
