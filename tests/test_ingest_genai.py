@@ -1,9 +1,11 @@
 """Spans in the OpenTelemetry GenAI conventions (``gen_ai.*``), shaped as the conventions specify.
 
-No instrumentor that installs here writes ``gen_ai.retrieval.documents`` (OpenLIT does not install
-beside this environment's OpenTelemetry), so these spans are written by hand from the
+No instrumentor that installs here writes ``gen_ai.retrieval.documents`` (OpenLIT requires OpenAI 2,
+the Phoenix server OpenAI 3: docs/stacks.md), so these spans are written by hand from the
 conventions' attribute names: a ``retrieval`` operation with its documents (id, score, content)
-and query text, and a ``chat`` operation with system instructions, input and output messages.
+and query text, and a ``chat`` operation with system instructions, input and output messages; and
+a retrieval span as OpenLIT's LangChain instrumentation writes one (the first three documents and
+their count).
 OpenLLMetry's spans, which use the same message attributes, are recorded for real in
 ``tests/test_ingest_conventions.py``.
 """
