@@ -160,7 +160,7 @@ class LlamaIndexApp:
         nodes, k = self.nodes, self.k
         dispatcher = get_dispatcher(__name__)
 
-        class BM25(BaseRetriever):
+        class KeywordRetriever(BaseRetriever):
             def __init__(self) -> None:
                 self.bm25 = BM25Okapi([words(n.text) for n in nodes])
                 super().__init__()
@@ -231,7 +231,7 @@ class LlamaIndexApp:
             post.append(OverlapRerank(top_n=rerank_top))
         llm = ScriptedLLM(text=answer, window=context_window or 3900)
         mode = mode or ("simple_summarize" if context_window else "compact")
-        return RetrieverQueryEngine.from_args(BM25(), llm=llm, node_postprocessors=post, response_mode=mode)
+        return RetrieverQueryEngine.from_args(KeywordRetriever(), llm=llm, node_postprocessors=post, response_mode=mode)
 
     def ask(self, query_id: str, question: str, answer: str = "", *, llm: bool = True, **settings: Any) -> str | None:
         from openinference.instrumentation import using_metadata

@@ -319,7 +319,7 @@ def llamaindex_ask(app: Any, case: Case) -> None:
 def record_langchain_openllmetry(path: Any) -> None:
     """Every LangChain case under OpenLLMetry's LangChain instrumentor, as OTLP JSON Lines at ``path``.
 
-    Run in a process of its own (``python tests/stack_apps.py OUT``): after this instrumentor was
+    Run in a process of its own (``python tests/stack_apps.py langchain/openllmetry OUT``): after this instrumentor was
     uninstrumented, a LangChain app recorded later in the same process under OpenInference lost its
     question ids (seen in this test suite), so the instrumentor never runs in the tests' process."""
     from ingest_apps import LangChainApp
@@ -340,10 +340,42 @@ def record_langchain_openllmetry(path: Any) -> None:
     provider.shutdown()
 
 
+def record_llamaindex_openllmetry(path: Any) -> None:
+    """Every LlamaIndex case under OpenLLMetry's LlamaIndex instrumentor, as OTLP JSON Lines at ``path``.
+
+    The question id is set as OpenLLMetry documents it, ``Traceloop.set_association_properties``,
+    which Traceloop's own span processor (``get_default_span_processor``, added to one's own
+    tracer provider) writes on every span that starts after it. Run in a process of its own, as
+    :func:`record_langchain_openllmetry` is: the instrumentor leaves a failed request's context
+    attached (see ``tests/test_ingest_conventions.py``)."""
+    from ingest_apps import LlamaIndexApp
+    from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.tracing.tracing import get_default_span_processor
+
+    from ragstage.ingest import otlp_file_exporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(get_default_span_processor(disable_batch=True, exporter=otlp_file_exporter(path)))
+    instrumentor = LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    app, lines = LlamaIndexApp(), LlamaIndexApp(line_breaks=True)
+    for case in LLAMAINDEX_CASES + LLAMAINDEX_LINE_CASES:
+        Traceloop.set_association_properties({"query_id": case.query_id})
+        llamaindex_ask(lines if case in LLAMAINDEX_LINE_CASES else app, case)
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+#: ``python tests/stack_apps.py ROUTE OUT``: the routes recorded in a process of their own.
+RECORDERS = {"langchain/openllmetry": record_langchain_openllmetry,
+             "llamaindex/openllmetry": record_llamaindex_openllmetry}
+
 if __name__ == "__main__":
     import sys
 
-    record_langchain_openllmetry(sys.argv[1])
+    RECORDERS[sys.argv[1]](sys.argv[2])
 
 
 def capture(folder: Any, instrumentor: Any, run: Any) -> tuple[list[Any], Any]:

@@ -137,6 +137,8 @@ class Accounts:
             result.without_llm.append(trace.query_id)
         if found is not None and found.unlocated:
             result.unlocated.append(trace.query_id)
+        if found is not None and found.unrecorded:
+            result.unrecorded.append(trace.query_id)
         if found is not None and found.partial:
             result.partial.append(trace.query_id)
         result.counts.add(trace)

@@ -125,6 +125,7 @@ class Found:
     """What reading one request against its label found, beyond the trace itself."""
 
     unlocated: bool = False
+    unrecorded: bool = False  # the gold may be among documents the export did not record
     partial: bool = False
 
 
@@ -201,8 +202,14 @@ def request_to_trace(req: Request, labels: LabelIndex, opts: IngestOptions) -> t
                              "evidence: written with no gold (label_missing), never as a retrieval loss")
         else:
             notes["gold"] = f"no candidate matched the label{where_label}: gold is the label's own targets"
-        # unlocated: the label's targets are no chunk's id, and every list would look as if it lost them
-        record["gold"] = [] if found.unlocated else list(gold or label.targets)
+        if req.unrecorded and not found.unlocated and not set(gold) & {cid for cid, _ in req.retrieved}:
+            found.unrecorded = True
+            notes["gold"] = (f"no gold among the {len(req.retrieved)} retrieved document(s) the export records, and "
+                             f"the retriever returned {req.unrecorded} more that it does not{where_label}: the "
+                             "stage cannot be observed: written with no gold (label_missing), never as a retrieval "
+                             "loss")
+        # unlocated or unrecorded: every list would look as if it lost the label's targets
+        record["gold"] = [] if found.unlocated or found.unrecorded else list(gold or label.targets)
         correct = label.correct
         if correct is None and opts.judge is not None and req.answer is not None:
             correct = opts.judge(req.answer, label)

@@ -25,8 +25,9 @@ CANNOT_SHOW = {
     OPENINFERENCE: "a reranker recorded as a plain CHAIN span, unless its framework's table names it "
                    "(LlamaIndex postprocessors, DSPy modules returning passages)",
     MLFLOW: "a reranker that is neither a RETRIEVER nor a RERANKER span",
-    OPENLLMETRY: "document ids and scores (documents are named by a digest of their text), a compressor with no "
-                 "retriever span around it",
+    OPENLLMETRY: "document ids and scores from LangChain (documents are named by a digest of their text), a "
+                 "compressor with no retriever span around it, a LlamaIndex request that raised (its spans are "
+                 "never ended, so never exported)",
     GENAI: "document content when the instrumentation leaves it out (then prompt recovery finds nothing), "
            "documents past the ones recorded",
 }

@@ -7,6 +7,9 @@ whose documents are ``gen_ai.retrieval.documents`` (JSON text: each with ``id`` 
 ``gen_ai.system_instructions`` (a list of parts) followed by ``gen_ai.input.messages`` (each a
 role and a list of parts, a part ``{"type": "text", "content": ...}``), its answer the text parts
 of ``gen_ai.output.messages``, its model ``gen_ai.response.model`` (else ``gen_ai.request.model``).
+An instrumentation may record fewer documents than the search returned (OpenLIT writes the first
+three and their count, ``gen_ai.retrieval.document_count``): how many are missing is kept as
+:data:`UNRECORDED`, so that a gold document among them is not read as a retrieval loss.
 
 The neutral form is the one every reader gives (:mod:`.spans`): a span kind and the flat
 OpenInference keys the request reader looks up, so one reader serves every convention.
@@ -18,13 +21,15 @@ from typing import Any, Mapping
 
 from .openinference import json_or_none
 
-__all__ = ["KIND_OF_OPERATION", "is_genai", "read_genai", "message_texts", "genai_documents"]
+__all__ = ["KIND_OF_OPERATION", "UNRECORDED", "is_genai", "read_genai", "message_texts", "genai_documents"]
 
 #: ``gen_ai.operation.name`` -> the span kind it stands for (OpenLLMetry's ``vector_db_retrieve`` too).
 KIND_OF_OPERATION = {"chat": "LLM", "text_completion": "LLM", "generate_content": "LLM", "retrieval": "RETRIEVER",
                      "vector_db_retrieve": "RETRIEVER", "embeddings": "EMBEDDING", "execute_tool": "TOOL",
                      "invoke_agent": "AGENT", "create_agent": "AGENT", "execute_task": "CHAIN"}
 _UNKNOWN_MODELS = ("", "unknown")
+#: The neutral form's key for the documents a retrieval returned beyond those its span records.
+UNRECORDED = "ragstage.retrieval.unrecorded"
 
 
 def is_genai(attrs: Mapping[str, Any]) -> bool:
@@ -110,6 +115,11 @@ def read_genai(attrs: Mapping[str, Any], out: dict[str, Any]) -> str:
         docs = genai_documents(attrs.get("gen_ai.retrieval.documents"))
         if docs is not None:
             put_documents(out, docs)
+        count = attrs.get("gen_ai.retrieval.document_count")
+        if isinstance(count, str) and count.isdecimal():
+            count = int(count)
+        if isinstance(count, int) and not isinstance(count, bool) and count > len(docs or ()):
+            out[UNRECORDED] = count - len(docs or ())
         query = attrs.get("gen_ai.retrieval.query.text")
         if query is not None:
             out["input.value"] = str(query)

@@ -26,8 +26,8 @@ Spans are grouped by OpenTelemetry trace id (one trace id = one request). Within
   no retriever span makes the request *incomplete* (a parent span not in the export: an export
   cut by a limit, a run still in flight, or an instrumentor that did not export it): it is
   reported, never turned into a trace with an empty stage.
-* **robustness**: exact copies of a span are read once; two different spans with one id, or
-  a parent chain that loops, are errors. The tree is walked in linear time.
+* **robustness**: exact copies of a span are read once; two different spans with one id, or a
+  parent chain that loops, are errors. The tree is walked in linear time.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import frameworks as fw
 from . import openinference as oi
+from .genai import UNRECORDED
 from .memo import MEMO_SIZE, IngestCache, remember
 from .recover import normalise, unescaped
 from .spans import Span
@@ -93,6 +94,7 @@ class Request:
     error: dict[str, str] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
     stage_spans: int = 0  # RETRIEVER, RERANKER and LLM spans seen
+    unrecorded: int = 0  # documents the retrievers returned beyond those their spans record
     incomplete: list[str] = field(default_factory=list)  # why the spans cannot stand for the request
     # the ingest's memo of passages' normalised texts (prompt recovery normalises each candidate once)
     passages: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
@@ -122,10 +124,9 @@ def content_id(content: str) -> str:
 
 
 def _passage(content: str, memo: dict[str, tuple[str, str]]) -> tuple[str, str]:
-    """A passage's normalised text and the id made from it. Kept for the passages seen lately: the
-    same chunks come back request after request (a document that answers many questions is
-    retrieved for each), and looking a passage up costs less than normalising and hashing it
-    (a memo of half the usual size: passages are long)."""
+    """A passage's normalised text and the id made from it, kept for the passages seen lately: the
+    same chunks come back request after request, and looking one up costs less than normalising
+    and hashing it (a memo of half the usual size: passages are long)."""
     known = memo.get(content)
     if known is None:
         norm = normalise(content)
@@ -221,47 +222,61 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
     req.incomplete = reasons
 
 
-def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
-                 cache: IngestCache | None = None) -> Request:
-    """Read one request's spans (see the module docstring for the rules); ``cache``: the memos of
-    the ingest it belongs to (a fresh one when not given)."""
-    cache = IngestCache() if cache is None else cache
-    req = Request(trace_id=trace_id, passages=cache.passages)
-    tree = SpanTree(trace_id, spans)
-    spans = tree.spans
-    if tree.copies:
-        req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
-    ordered = sorted(spans, key=_start_end)
-    groups: dict[str, oi.AttributeGroups | None] = {}  # span id -> its attributes, read once
-    for s in ordered:  # the root's metadata first, then the rest
+class _Kinds:
+    """A request's spans sorted by the part they play, in the order they started."""
+
+    __slots__ = ("retrievers", "rerankers", "postprocessors", "text_rankers", "builders", "llms", "unrecorded")
+
+    def __init__(self, ordered: list[Span]) -> None:
+        self.retrievers: list[Span] = []
+        self.rerankers: list[Span] = []
+        self.postprocessors: list[Span] = []  # LlamaIndex node postprocessors (CHAIN)
+        self.text_rankers: list[tuple[Span, list[str]]] = []  # CHAIN spans returning passages' texts (DSPy)
+        self.builders: list[Span] = []  # LLM spans that only render a template
+        self.llms: list[Span] = []
+        self.unrecorded = 0  # documents the retrievers returned beyond those their spans record
+        for s in ordered:
+            kind = s.kind
+            if kind == "RETRIEVER":
+                self.retrievers.append(s)
+                self.unrecorded += s.attributes.get(UNRECORDED, 0)
+            elif kind == "RERANKER":
+                self.rerankers.append(s)
+            elif kind == "LLM":
+                (self.builders if is_prompt_builder(s) else self.llms).append(s)
+            elif kind == "CHAIN":
+                name = s.name
+                if name.endswith(_POSTPROCESSORS):
+                    self.postprocessors.append(s)
+                elif name.endswith(_TEXT_RANKERS) and (texts := fw.ranked_texts(s)) is not None:
+                    self.text_rankers.append((s, texts))
+
+
+_Groups = dict[str, "oi.AttributeGroups | None"]  # span id -> its attributes, read once
+_Ranked = list[tuple[str, "float | None"]]  # (document id, score) in rank order
+
+
+def _read_metadata(req: Request, ordered: list[Span], cache: IngestCache) -> _Groups:
+    """Every span's attribute groups, and the request's metadata from them (the root's first)."""
+    groups: _Groups = {}
+    for s in ordered:
         groups[s.span_id] = read = oi.attribute_groups(s.attributes, cache)
         if read is None or read.metadata or "metadata" in s.attributes:  # else it has none
             for k, v in oi.metadata(s, read).items():
                 req.metadata.setdefault(k, v)
-    retrievers, rerank_spans, postprocessors, builders, llms = [], [], [], [], []
-    text_rankers: list[tuple[Span, list[str]]] = []  # CHAIN spans returning passages' texts (DSPy)
-    for s in ordered:  # each span's part, in the order they started
-        kind = s.kind
-        if kind == "RETRIEVER":
-            retrievers.append(s)
-        elif kind == "RERANKER":
-            rerank_spans.append(s)
-        elif kind == "LLM":
-            (builders if is_prompt_builder(s) else llms).append(s)
-        elif kind == "CHAIN":
-            name = s.name
-            if name.endswith(_POSTPROCESSORS):
-                postprocessors.append(s)
-            elif name.endswith(_TEXT_RANKERS) and (texts := fw.ranked_texts(s)) is not None:
-                text_rankers.append((s, texts))
-    req.stage_spans = len(retrievers) + len(rerank_spans) + len(builders) + len(llms)
-    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in retrievers}
-    for s in rerank_spans:
+    return groups
+
+
+def _ranked_lists(req: Request, kinds: _Kinds, groups: _Groups, cache: IngestCache) -> dict[str, _Ranked | None]:
+    """Each retriever's and reranker's documents as ``(id, score)`` (None: it lists none), every
+    document made a candidate once (an id made from its text when it has none: hashing is not free)."""
+    docs = {s.span_id: oi.documents(s, groups=groups[s.span_id], cache=cache) for s in kinds.retrievers}
+    for s in kinds.rerankers:
         docs[s.span_id] = oi.documents(s, "reranker.output_documents", groups[s.span_id], cache)
         docs[s.span_id + ":in"] = oi.documents(s, "reranker.input_documents", groups[s.span_id], cache)
-    lists: dict[str, list[tuple[str, float | None]] | None] = {}  # span key -> (id, score) of its documents
-    passages = cache.passages
-    for key, listing in docs.items():  # every document gets its id once (hashing text is not free)
+    lists: dict[str, _Ranked | None] = {}
+    passages, candidates = cache.passages, req.candidates
+    for key, listing in docs.items():
         if listing is None:
             lists[key] = None
             continue
@@ -271,30 +286,41 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
             if cid is None:
                 norm, cid = _passage(d.content, passages)
             pairs.append((cid, d.score))
-            cand = req.candidates.get(cid)
+            cand = candidates.get(cid)
             if cand is None:  # first seen: what this document gives, as the updates below would set it
-                req.candidates[cid] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
+                candidates[cid] = Candidate(d.content, d.metadata or {}, norm if d.content else None)
                 continue
             if not cand.content and d.content:
                 cand.content, cand.normalised = d.content, norm
             if not cand.metadata and d.metadata:
                 cand.metadata = d.metadata
         lists[key] = pairs
-    stages: list[tuple[Span, list[tuple[str, float | None]]]] = retrieval(req, tree, retrievers, lists)
-    stages += [(s, list(lists[s.span_id] or ())) for s in rerank_spans]
-    for s in postprocessors:
+    return lists
+
+
+def _rank(req: Request, tree: SpanTree, kinds: _Kinds, lists: dict[str, _Ranked | None]) -> None:
+    """``retrieved`` from the retrievers; ``reranked`` from the last ranking step to finish."""
+    stages: list[tuple[Span, _Ranked]] = retrieval(req, tree, kinds.retrievers, lists)
+    stages += [(s, list(lists[s.span_id] or ())) for s in kinds.rerankers]
+    for s in kinds.postprocessors:
         ids = oi.postprocessor_ids(s)
         if ids is not None:
             scores = dict(req.retrieved)
             stages.append((s, [(i, scores.get(i)) for i in ids]))
-    stages += text_ranking(req, tree, retrievers, text_rankers)
+    stages += text_ranking(req, tree, kinds.retrievers, kinds.text_rankers)
     if stages:
         last, ranked = max(stages, key=lambda pair: pair[0].end_ns)
         req.reranked = ranked
         kind = last.kind.lower() or "span"
         req.notes["reranking"] = f"'{last.name}' ({kind}), the last of {len(stages)} ranking step(s)"
-    ranking = rerank_spans + postprocessors + [s for s, _ in text_rankers]
-    answering = answering_spans(req, tree, llms, retrievers + ranking)
+
+
+def _prompt_and_answer(req: Request, tree: SpanTree, kinds: _Kinds, groups: _Groups) -> None:
+    """The prompt the answering model received, its answer and its model."""
+    steps = kinds.retrievers + kinds.rerankers + kinds.postprocessors
+    if kinds.text_rankers:
+        steps += [s for s, _ in kinds.text_rankers]
+    answering = answering_spans(req, tree, kinds.llms, steps)
     for s in answering:  # the prompt is what the model received, not what a template was given
         text = oi.prompt_text(s, groups[s.span_id])
         if text:
@@ -302,6 +328,7 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
             plain = unescaped(text)  # chunks rendered as a Python list: their line breaks escaped
             if plain is not None:
                 req.prompt_texts.append(plain)
+    builders = kinds.builders
     if not req.prompt_texts:  # no model call logged its input: the rendered prompt, if a builder logged it
         req.prompt_texts = [t for s in builders if (t := oi.answer_text(s, groups[s.span_id]))]
     if builders:
@@ -314,6 +341,11 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
         req.model = (last.attributes.get("llm.model_name")
                      or oi.metadata(last, groups[last.span_id]).get("ls_model_name"))
         req.notes["answer"] = f"'{last.name}', the last of {len(answering)} LLM span(s) to finish"
+
+
+def _query_and_version(req: Request, tree: SpanTree, ordered: list[Span], retrievers: list[Span],
+                       query_key: str) -> None:
+    """The question (metadata, else a root's or a retriever's input) and the prompt version."""
     if isinstance(req.metadata.get(query_key), str):
         req.query = req.metadata[query_key]
     else:
@@ -327,9 +359,28 @@ def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
         version = next((s.attributes["llm.prompt_template.version"] for s in ordered
                         if "llm.prompt_template.version" in s.attributes), None)
     req.prompt_version = None if version is None else str(version)
+
+
+def read_request(trace_id: str, spans: list[Span], query_key: str = "query",
+                 cache: IngestCache | None = None) -> Request:
+    """Read one request's spans (see the module docstring for the rules); ``cache``: the memos of
+    the ingest it belongs to (a fresh one when not given)."""
+    cache = IngestCache() if cache is None else cache
+    req = Request(trace_id=trace_id, passages=cache.passages)
+    tree = SpanTree(trace_id, spans)
+    if tree.copies:
+        req.notes["copies"] = f"{tree.copies} exact copies of spans read once"
+    ordered = sorted(tree.spans, key=_start_end)
+    groups = _read_metadata(req, ordered, cache)
+    kinds = _Kinds(ordered)
+    req.stage_spans = len(kinds.retrievers) + len(kinds.rerankers) + len(kinds.builders) + len(kinds.llms)
+    req.unrecorded = kinds.unrecorded
+    _rank(req, tree, kinds, _ranked_lists(req, kinds, groups, cache))
+    _prompt_and_answer(req, tree, kinds, groups)
+    _query_and_version(req, tree, ordered, kinds.retrievers, query_key)
     req.timestamp = _iso(ordered[0].start_ns if ordered else 0, cache.seconds)  # the earliest start
     _error(req, tree)
-    _incomplete(req, tree, retrievers, llms + builders)
+    _incomplete(req, tree, kinds.retrievers, kinds.llms + kinds.builders)
     return req
 
 

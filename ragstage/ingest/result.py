@@ -55,6 +55,7 @@ class IngestResult:
     skipped: list[str] = field(default_factory=list)  # trace ids with no retriever, reranker or LLM span
     incomplete: dict[str, list[str]] = field(default_factory=dict)  # trace id -> why; not written
     unlocated: list[str] = field(default_factory=list)  # query ids whose label no chunk could be tested against
+    unrecorded: list[str] = field(default_factory=list)  # query ids whose gold may be in documents not recorded
     chunk_metadata_keys: list[str] = field(default_factory=list)  # every metadata key seen on a chunk
     partial: list[str] = field(default_factory=list)  # query ids whose gold span reached the prompt in part
     read: list[str] = field(default_factory=list)  # "<source>: <format>, N spans" per input
@@ -71,6 +72,7 @@ class IngestResult:
         self.skipped += part.skipped
         self.incomplete.update(part.incomplete)
         self.unlocated += part.unlocated
+        self.unrecorded += part.unrecorded
         self.partial += part.partial
         self.warnings += part.warnings
         self.counts.merge(part.counts)
@@ -83,7 +85,7 @@ class IngestResult:
     def loud(self) -> bool:
         """True when something would put traces in a wrong bucket (``--strict`` exits 1)."""
         return bool(self.unmatched_labels or self.without_llm or self.incomplete or self.unlocated
-                    or self.warnings)
+                    or self.unrecorded or self.warnings)
 
     def summary(self) -> str:
         """One paragraph for a terminal: counts and what was left unmatched."""
@@ -124,6 +126,11 @@ class IngestResult:
                          "chunk the chunk keys locate, so their stage cannot be observed: written as label_missing, "
                          f"not as a retrieval loss; chunk metadata keys: {keys} (pass --doc-key/--start-key/--end-key, "
                          "Python: chunk_keys=ChunkKeys(...)): " + _some(self.unlocated))
+        if self.unrecorded:
+            lines.append(f"{len(self.unrecorded)} labelled request(s) with no gold among the retrieved documents the "
+                         "export records, while the retriever returned more (OpenLIT records the first three): "
+                         "their stage cannot be observed: written as label_missing, not as a retrieval loss: "
+                         + _some(self.unrecorded))
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 

@@ -1,9 +1,11 @@
 """Spans in the OpenTelemetry GenAI conventions (``gen_ai.*``), shaped as the conventions specify.
 
-No instrumentor that installs here writes ``gen_ai.retrieval.documents`` (OpenLIT does not install
-beside this environment's OpenTelemetry), so these spans are written by hand from the
+No instrumentor that installs here writes ``gen_ai.retrieval.documents`` (OpenLIT requires OpenAI 2,
+the Phoenix server OpenAI 3: docs/stacks.md), so these spans are written by hand from the
 conventions' attribute names: a ``retrieval`` operation with its documents (id, score, content)
-and query text, and a ``chat`` operation with system instructions, input and output messages.
+and query text, and a ``chat`` operation with system instructions, input and output messages; and
+a retrieval span as OpenLIT's LangChain instrumentation writes one (the first three documents and
+their count).
 OpenLLMetry's spans, which use the same message attributes, are recorded for real in
 ``tests/integration/test_ingest_conventions.py``.
 """
@@ -55,3 +57,38 @@ def test_genai_retrieval_and_chat_spans_are_read():
     assert hotel.retrieved == ("d1", "d2") and hotel.retrieved_scores == (1.0, 0.9)
     assert hotel.prompt == ("d1", "d2") and hotel.model == "stand-in"
     assert "OpenTelemetry GenAI (gen_ai.*)" in result.summary()
+
+
+def _openlit_request(trace: str, question: str, recorded: list[str], returned: int | str, answer: str) -> list[Span]:
+    """A retrieval span as OpenLIT's LangChain instrumentation writes one: the first three
+    documents (content and the source as id, no score) and how many the retriever returned."""
+    docs = [{"content": PASSAGES[d], "id": d} for d in recorded]
+    retrieval = Span(trace, "a" * 16, None, "retrieval BM25Retriever", 1, 2, {
+        "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
+        "gen_ai.retrieval.documents": orjson.dumps(docs).decode(), "gen_ai.retrieval.document_count": returned})
+    chat = Span(trace, "b" * 16, None, "chat model", 3, 4, {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": orjson.dumps([{"role": "user", "parts": [
+            {"type": "text", "content": "\n".join(PASSAGES[d] for d in recorded) + "\n" + question}]}]).decode(),
+        "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [
+            {"type": "text", "content": answer}]}]).decode()})
+    return [retrieval, chat]
+
+
+def test_gold_past_the_documents_recorded_is_not_a_retrieval_loss():
+    """OpenLIT records the first three documents: when the retriever returned more, a gold
+    sentence in none of those recorded may be in the others, so the stage is not observable
+    (label_missing, named on stderr), not a retrieval loss."""
+    spans = (_openlit_request("1" * 32, "Who approves flights?", ["d1", "d2"], 5, "A director.")
+             + _openlit_request("2" * 32, "How often do passwords rotate?", ["d1", "d2"], "5", "Monthly.")
+             + _openlit_request("3" * 32, "When do passwords rotate?", ["d1", "d2"], 2, "Monthly."))
+    labels = [Label(query="Who approves flights?", gold_text=("Flights need approval",), correct=True),
+              Label(query="How often do passwords rotate?", gold_text=("Passwords rotate",), correct=False),
+              Label(query="When do passwords rotate?", gold_text=("Passwords rotate",), correct=False)]
+    result = ingest_spans(spans, labels)
+    buckets = {t.query: diagnose(t).stage.value for t in result.traces}
+    assert buckets == {"Who approves flights?": "none", "How often do passwords rotate?": "label_missing",
+                       "When do passwords rotate?": "retrieval"}  # the last: every document returned is recorded
+    missing = next(t for t in result.traces if t.query == "How often do passwords rotate?")
+    assert result.unrecorded == [missing.query_id] and result.loud and not result.unlocated
+    assert f"their stage cannot be observed: written as label_missing, not as a retrieval loss: {missing.query_id}" \
+        in result.summary()
