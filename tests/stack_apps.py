@@ -347,7 +347,7 @@ def record_llamaindex_openllmetry(path: Any) -> None:
     which Traceloop's own span processor (``get_default_span_processor``, added to one's own
     tracer provider) writes on every span that starts after it. Run in a process of its own, as
     :func:`record_langchain_openllmetry` is: the instrumentor leaves a failed request's context
-    attached (see ``tests/test_ingest_conventions.py``)."""
+    attached (see ``tests/integration/test_ingest_conventions.py``)."""
     from ingest_apps import LlamaIndexApp
     from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
