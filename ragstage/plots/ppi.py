@@ -62,7 +62,8 @@ def ppi_coverage_plot(table: pd.DataFrame, *, judge: str | None = None, nominal:
         ratio.plot(line["n"], line["width_ratio"], color=colour, marker="o", markersize=4, gid=f"ratio:{name}",
                    label=f"rate {rate:.0%}")
     cover.axhline(nominal, color="black", linewidth=0.8, label=f"nominal {nominal:.0%}")
-    cover.axhline(floor, color="grey", linewidth=0.8, linestyle="--", label=f"{floor:.0%}: below, the tool warns")
+    cover.axhline(floor, color="grey", linewidth=0.8, linestyle="--",
+                  label=f"{floor:.0%}: the floor of the warning rule")
     cover.plot([], [], color="black", linestyle=":", linewidth=1, label="gold-only Wilson (dotted)")
     ratio.axhline(1.0, color="black", linewidth=0.8)
     sizes = sorted(set(part["n"]))
