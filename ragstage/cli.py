@@ -1,5 +1,5 @@
 """The ``ragstage`` command: ``attribute``, ``compare``, ``report``, ``convert``, ``sample``, ``run``, ``ingest``,
-``doctor`` and ``annotate``.
+``doctor``, ``annotate`` and ``judge``.
 
 Exit codes (docs/safe-outputs.md): 0 done; 1 the command's check failed (``compare --gate``:
 the change is worse; ``ingest --strict``, ``doctor``: see their help); 2 a user's mistake (a bad
@@ -52,7 +52,17 @@ def _numeric(text: str) -> bool:
     return True
 
 
+def _say_if_silver(paths: Sequence[str], corrected: bool = False) -> None:
+    """On stderr: how many traces a judge labelled, and that their rates are the judge's."""
+    from .judge.notice import silver_in_files, silver_note
+
+    note = silver_note(*silver_in_files(paths), corrected=corrected)
+    if note:
+        print(note, file=sys.stderr)
+
+
 def _attribute(args: argparse.Namespace) -> int:
+    _say_if_silver(args.files, corrected=bool(args.gold_sample))
     if args.gold_sample or args.sample:
         from .ppi.estimate import gold_attribute
 
@@ -81,6 +91,7 @@ def _print_rows(rows: list[dict], columns: list[str], fmt: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    _say_if_silver([args.before, args.after])
     if args.gate or args.summary or args.junit:
         return _gated(args)
     from .report import compare  # pandas loads for compare only: attribute prints its rows without it
@@ -168,7 +179,7 @@ def _count(text: str) -> int:
 
 #: The commands whose arguments need none of the modules of ``run``, ``ingest`` and ``doctor``.
 _LIGHT = ("attribute", "compare", "report", "convert", "sample")
-_HEAVY = ("run", "ingest", "doctor", "annotate")
+_HEAVY = ("run", "ingest", "doctor", "annotate", "judge")
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
@@ -247,6 +258,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     from .annotate.cli import add_annotate_parser
 
     add_annotate_parser(sub)
+    from .judge.cli import add_judge_parser
+
+    add_judge_parser(sub)
     return parser
 
 

@@ -203,7 +203,15 @@ def examine(traces: Iterable[Trace], notes: Iterable[str] = (),
             problems.append(Finding(name, count, n, impact, False, examples))
     sources: Counter[str] = Counter(t.prompt_source or ("not logged" if t.prompt is None else "unstated")
                                     for t in traces)
-    return Report(n, fields, problems, n - len(blocked_ids), dict(sources), list(notes))
+    return Report(n, fields, problems, n - len(blocked_ids), dict(sources), [*notes, *_labels_notes(traces)])
+
+
+def _labels_notes(traces: list[Trace]) -> list[str]:
+    """A note when labels are silver: who labelled how many (see :mod:`ragstage.judge.notice`)."""
+    from ..judge.notice import silver_note, silver_summary
+
+    note = silver_note(silver_summary(traces), len(traces))
+    return [note] if note else []
 
 
 def _spans_notes(path: str, result: Any, recover_prompt: bool) -> tuple[list[str], dict[tuple[str, str], str]]:

@@ -26,10 +26,34 @@ from .labels_typed import label_values
 from .spans import SpanError
 
 __all__ = ["Label", "ChunkKeys", "read_labels", "parse_label", "locate", "gold_ids", "LabelIndex",
-           "locate_llamaindex_nodes", "span_coverage", "locatable"]
+           "locate_llamaindex_nodes", "span_coverage", "locatable", "JudgeInfo", "NO_RELEVANT"]
 
 _LABEL_KEYS = frozenset({"query_id", "query", "gold", "gold_spans", "gold_text", "answerable", "correct", "refused",
-                         "reference"})
+                         "reference", "judge"})
+_JUDGE_KEYS = ("name", "model", "prompt", "prompt_sha256")
+
+#: The target a silver label without gold stands for: the judge found no relevant candidate, so the
+#: evidence (if any) is outside what was retrieved, and the request is a silver ``retrieval`` loss.
+NO_RELEVANT = "judge:no-relevant-candidate"
+
+
+@dataclass(frozen=True)
+class JudgeInfo:
+    """Which judge made a silver label: its name, its model (id or stand-in label), its prompt
+    template's id and the sha256 of the template's text. A label without one is a person's."""
+
+    name: str
+    model: str
+    prompt: str
+    prompt_sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in _JUDGE_KEYS}
+
+    def meta(self) -> dict[str, str]:
+        """The value of a silver trace's ``meta["labels"]``."""
+        return {"by": "judge", "judge": self.name, "model": self.model, "prompt": self.prompt,
+                "prompt_sha256": self.prompt_sha256}
 
 
 @dataclass(frozen=True)
@@ -49,16 +73,23 @@ class Label:
     #: Sentences copied from the gold evidence: a chunk holding one (whitespace aside) is gold. The
     #: label for a stack whose chunks carry no location (DSPy's ``Retrieve`` exports only the text).
     gold_text: tuple[str, ...] = ()
+    #: The judge that made this label (a silver label), or None for a person's.
+    judge: JudgeInfo | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:
         """What the label points at, as ids: ``doc`` for a document, ``doc#start-end`` for a span.
 
         These stand in as the trace's gold when no candidate matched, so a question whose
-        evidence was never retrieved lands in ``retrieval``, not in ``label_missing``.
+        evidence was never retrieved lands in ``retrieval``, not in ``label_missing``. A silver
+        label that names nothing (its judge found no relevant candidate) and is not marked
+        unanswerable points at :data:`NO_RELEVANT`: a silver ``retrieval`` loss.
         """
-        return (self.gold + tuple(f"{d}#{s}-{e}" for d, s, e in self.gold_spans)
-                + tuple(f"text:{t}" for t in self.gold_text))
+        out = (self.gold + tuple(f"{d}#{s}-{e}" for d, s, e in self.gold_spans)
+               + tuple(f"text:{t}" for t in self.gold_text))
+        if not out and self.judge is not None and self.answerable is not False:
+            return (NO_RELEVANT,)
+        return out
 
 
 @dataclass(frozen=True)
@@ -203,6 +234,15 @@ def _list_or_null(record: Mapping[str, Any], name: str) -> Any:
     return [] if value is None else value
 
 
+def _judge(value: Any) -> JudgeInfo:
+    if not isinstance(value, dict) or set(value) != set(_JUDGE_KEYS):
+        raise _fail(f"expected an object with exactly {', '.join(_JUDGE_KEYS)}, got {value!r:.80}", "judge")
+    for key in _JUDGE_KEYS:
+        if not isinstance(value[key], str) or not value[key]:
+            raise _fail(f"'{key}': expected a non-empty string, got {value[key]!r:.40}", "judge")
+    return JudgeInfo(*(value[k] for k in _JUDGE_KEYS))
+
+
 def parse_label(record: Any) -> Label:
     """Check one decoded label object (unknown keys are errors: a typo must not drop a label)."""
     if not isinstance(record, dict):
@@ -231,6 +271,7 @@ def parse_label(record: Any) -> Label:
         refused=_opt_bool(record, "refused") if "refused" in record else None,
         reference=reference,
         gold_text=_texts(_list_or_null(record, "gold_text")),
+        judge=_judge(record["judge"]) if "judge" in record else None,
     )
 
 
@@ -255,6 +296,7 @@ def new_label(query_id: str | None, query: str | None, gold: tuple[str, ...],
     fields["query_id"], fields["query"], fields["gold"], fields["gold_spans"] = query_id, query, gold, gold_spans
     fields["answerable"], fields["correct"], fields["refused"] = answerable, correct, refused
     fields["reference"], fields["line"], fields["path"], fields["gold_text"] = reference, line, path, ()
+    fields["judge"] = None  # a line with a judge is read by parse_label
     return label
 
 
@@ -279,7 +321,17 @@ def read_labels(path: str | Path) -> list[Label]:
         fields = label.__dict__
         fields["line"], fields["path"] = lineno, where
         out.append(label)
+    _one_kind(out)
     return out
+
+
+def _one_kind(labels: list[Label]) -> None:
+    """A file is a judge's or people's: mixed, its rates would be neither (the first odd line is named)."""
+    if labels and any((label.judge is None) != (labels[0].judge is None) for label in labels):
+        other = next(label for label in labels if (label.judge is None) != (labels[0].judge is None))
+        first = "a judge's" if labels[0].judge is not None else "a person's (no judge)"
+        raise SpanError(f"line {labels[0].line} is {first} label but this one is not: a labels file holds a judge's "
+                        "labels or people's, not both (split it)", path=other.path, line=other.line, field="judge")
 
 
 class LabelIndex:

@@ -207,14 +207,24 @@ def read_sample(path: str | Path) -> Sample:
 
 
 def sample_command(args: Any) -> int:
-    """``ragstage sample``: draw, write, and say what was drawn (on stderr)."""
+    """``ragstage sample``: draw, write (with ``--sheet``, the labelling sheet first: a candidate
+    without text stops it before anything is written), and say what was drawn (on stderr)."""
     import sys
 
     requests = read_requests(args.silver, args.require)
     sample = draw(requests, args.n, args.seed, by_bucket=args.by_bucket, require=args.require, source=args.silver)
+    if args.sheet:
+        from ..judge.passages import read_passages
+        from ..judge.sheet import write_sheet
+
+        passages = read_passages(args.corpus or (), args.prompts or ())
+        write_sheet(read_any(args.silver), sample, passages, args.sheet, args.depth)
     write_sample(sample, args.out, input_files(args.silver))
     how = f"in {len(sample.strata)} strata by silver bucket" if sample.by_bucket else "uniformly"
     print(f"drew {sample.n} of {sample.population} requests {how} (seed {sample.seed}) to {args.out}", file=sys.stderr)
+    if args.sheet:
+        print(f"labelling sheet of the {sample.n} drawn requests to {args.sheet}: fill it in, then "
+              f"`ragstage judge sheet {args.sheet} --sample {args.out} --out LABELS`", file=sys.stderr)
     return 0
 
 
@@ -228,4 +238,11 @@ def add_sample_parser(sub: Any) -> None:
                    help="stratify by silver bucket (proportional, at least 2 per bucket); weights recorded")
     p.add_argument("--require", choices=["any", "all"], default="any", help="the buckets' convention (as attribute)")
     p.add_argument("--out", required=True, metavar="FILE", help="the sample file to write (JSON)")
+    p.add_argument("--sheet", metavar="FILE", help="also write a labelling sheet of the drawn requests "
+                   "(.csv for a spreadsheet, else JSON Lines); needs --corpus or --prompts for the passages' text")
+    p.add_argument("--corpus", action="append", metavar="FILE",
+                   help="JSON Lines of passages: _id (or id), text, optional title (a BEIR corpus.jsonl)")
+    p.add_argument("--prompts", action="append", metavar="FILE", help="a ragstage run's prompts.jsonl")
+    p.add_argument("--depth", type=int, default=None,
+                   help="the sheet shows the first K candidates of each ranked list (default: all)")
     p.set_defaults(func=sample_command)

@@ -1,0 +1,1 @@
+"""Silver labels from a model judge (see relevance)."""
