@@ -100,10 +100,10 @@ WRONG: list[tuple[str, str, str]] = [
             "result = attribution_table(load_run(own_folder).all_traces(), by=None)",
      "by=None pools every pipeline into one group"),
     ("6.5", "result = attribution_table(load_run(RUN_FOLDER).all_traces())", "load the folder you copied the batch"),
-    ("6b.1", 'result = sum(r.bucket == "generation" for r in outside) / len(outside)',
+    ("6b.1", 'result = sum(r.bucket == "none" for r in outside) / len(outside)',
      "that is the judge's rate alone"),
-    ("6b.1", 'GEN = "generation"\nresult = sum(r.bucket == GEN for r in outside) / len(outside) + sum('
-             "(r.bucket == GEN) - (labelled[r.query_id] == GEN) for r in inside) / len(inside)",
+    ("6b.1", 'B = "none"\nresult = sum(r.bucket == B for r in outside) / len(outside) + sum('
+             "(r.bucket == B) - (labelled[r.query_id] == B) for r in inside) / len(inside)",
      "gold minus judge"),
     ("6b.2", "result = gold_needed(0.10, 0.04, 8000, 0.0)", "this is the gold-only number"),
     ("6b.2", "result = gold_needed(0.10, 0.08, 8000, indicator_correlation(0.10, 0.85, 0.03))",

@@ -15,11 +15,11 @@ from ._core import Exercise, Expect, explained
 
 NOTEBOOK = "06b_gold_for_a_few.ipynb"
 
-#: Plain PPI (lam = 1) of the mini run's ``generation`` share: the judge's rate outside the sample
+#: Plain PPI (lam = 1) of the mini run's ``none`` share: the judge's rate outside the sample
 #: plus its average error (gold minus judge) on the sample.
-_PLAIN_PPI = 1 / 7 - 0.5
-#: The judge's rate of ``generation`` outside the sample alone (the reader who adds nothing).
-_JUDGE_ONLY = 1 / 7
+_PLAIN_PPI = 5 / 7 - 0.5
+#: The judge's rate of ``none`` outside the sample alone (the reader who adds nothing).
+_JUDGE_ONLY = 5 / 7
 
 
 def _sign_flipped(got: Any) -> str | None:
@@ -27,7 +27,7 @@ def _sign_flipped(got: Any) -> str | None:
         return "the error to add is gold minus judge (people's indicator minus the judge's), not judge minus gold"
     if isinstance(got, (int, float)) and abs(float(got) - _JUDGE_ONLY) < 5e-4:
         return ("that is the judge's rate alone: add the judge's average error on the sample, the mean over the "
-                "sampled claims of (gold is generation) minus (judge is generation)")
+                "sampled claims of (gold is none) minus (judge is none)")
     return None
 
 
@@ -46,16 +46,15 @@ EXERCISES = (
     Exercise(
         id="6b.1",
         title="Add the error back, by hand",
-        submit="the plain PPI estimate of the generation share (a number)",
-        solution=('GEN = "generation"\n'
-                  "judge_outside = sum(r.bucket == GEN for r in outside) / len(outside)\n"
-                  "average_error = sum((labelled[r.query_id] == GEN) - (r.bucket == GEN) for r in inside) / "
-                  "len(inside)\n"
+        submit="the plain PPI estimate of the share of none (a number)",
+        solution=('B = "none"\n'
+                  "judge_outside = sum(r.bucket == B for r in outside) / len(outside)\n"
+                  "average_error = sum((labelled[r.query_id] == B) - (r.bucket == B) for r in inside) / len(inside)\n"
                   "result = judge_outside + average_error"),
         kind="number",
         expects=(
             Expect("value", _PLAIN_PPI, "the judge's rate outside the sample plus the mean, over the sampled "
-                   "claims, of (gold is generation) minus (judge is generation)", why=_sign_flipped),
+                   "claims, of (gold is none) minus (judge is none)", why=_sign_flipped),
         ),
     ),
     Exercise(
@@ -95,11 +94,12 @@ EXERCISES = (
 
 # The value each solution produces, and why: shown under the solution in the solutions notebook.
 WHY = {
-    "6b.1": ("-0.357: the judge's rate outside the sample, 0.143 (1 of the 7 claims), plus its average error on "
-             "the sample, -0.500 (the judge called 3 of the 6 sampled claims generation losses, gold none). A share "
-             "below zero: plain PPI (lam = 1) trusts the judge fully and can leave [0, 1] when the sample and the "
-             "rest disagree this much; PPI++ tunes lam (0 here, since gold never varies on the sample) and the "
-             "printed interval is clipped to [0, 1]."),
+    "6b.1": ("0.214: the judge's rate of none outside the sample, 0.714 (5 of the 7 claims), plus its average "
+             "error on the sample, -0.500 (it called all 6 sampled claims answered right, gold 3 of them). The "
+             "full-gold share is 0.615: the correction is itself measured on six labels, and this sample happened to "
+             "hold three of the judge's false none calls, so plain PPI over-corrects. PPI++ gives the judge no "
+             "weight here (lam = 0: it says none on every sampled claim), and its interval, 0.100 to 0.900, says how "
+             "little six labels know."),
     "6b.2": ("87 gold labels, against 217 with no judge. The judge's correlation with gold is 0.78 "
              "(indicator_correlation(0.10, 0.85, 0.03)), so about 1 - 0.78² = 0.39 of the gold-only variance is "
              "left for the gold labels to pin down. Check the plan against the coverage table before buying: 87 "
