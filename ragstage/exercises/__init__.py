@@ -1,7 +1,8 @@
 """Self-checks for the exercises of every chapter.
 
 Each chapter's exercises, with their expected outcomes and solutions, are declared once in
-``ragstage/exercises/chNN.py`` (``EXERCISES``). The chapter's self-check cells, the solutions
+``ragstage/exercises/chNN.py`` (``EXERCISES``; a chapter between two others, such as 6b, in
+``chNNb.py``, its exercises numbered ``"6b.1"``...). The chapter's self-check cells, the solutions
 notebooks and the tests all read them from there::
 
     from ragstage.exercises import check
@@ -22,28 +23,44 @@ from typing import Any
 
 from ._core import CheckResult, Exercise, Expect, evaluate
 
-__all__ = ["check", "evaluate", "exercise", "exercises", "chapters", "notebook", "Exercise", "Expect", "CheckResult"]
+__all__ = ["check", "evaluate", "exercise", "exercises", "chapters", "notebook", "Chapter", "Exercise", "Expect",
+           "CheckResult"]
 
-_CHAPTER_MODULE = re.compile(r"ch(\d\d)$")
+_CHAPTER_MODULE = re.compile(r"ch(\d\d)([a-z]?)$")
+
+#: A chapter: its number (``2``), or its number and letter for one between two others (``"6b"``).
+Chapter = int | str
 
 
-def chapters() -> list[int]:
-    """The chapter numbers that declare exercises (one ``chNN`` module each), in order."""
-    found = [int(m.group(1)) for info in pkgutil.iter_modules(__path__)
+def _chapter(number: str, letter: str) -> Chapter:
+    return f"{int(number)}{letter}" if letter else int(number)
+
+
+def _order(chapter: Chapter) -> tuple[int, str]:
+    match = re.fullmatch(r"(\d+)([a-z]?)", str(chapter))
+    if not match:
+        raise KeyError(f"no chapter {chapter!r}: a chapter is a number, or a number and a letter ('6b')")
+    return int(match.group(1)), match.group(2)
+
+
+def chapters() -> list[Chapter]:
+    """The chapters that declare exercises (one ``chNN`` or ``chNNb`` module each), in reading order."""
+    found = [_chapter(*m.groups()) for info in pkgutil.iter_modules(__path__)
              if (m := _CHAPTER_MODULE.fullmatch(info.name))]
-    return sorted(found)
+    return sorted(found, key=_order)
 
 
-def _module(chapter: int) -> Any:
-    return importlib.import_module(f".ch{chapter:02d}", __name__)
+def _module(chapter: Chapter) -> Any:
+    number, letter = _order(chapter)
+    return importlib.import_module(f".ch{number:02d}{letter}", __name__)
 
 
-def notebook(chapter: int) -> str:
+def notebook(chapter: Chapter) -> str:
     """The file name of the chapter's notebook in ``notebooks/`` (e.g. ``02_intervals.ipynb``)."""
     return _module(chapter).NOTEBOOK
 
 
-def exercises(chapter: int | None = None) -> list[Exercise]:
+def exercises(chapter: Chapter | None = None) -> list[Exercise]:
     """Every exercise of one chapter, or of every chapter when ``chapter`` is None, in order."""
     numbers = chapters() if chapter is None else [chapter]
     return [ex for number in numbers for ex in _module(number).EXERCISES]
@@ -51,13 +68,14 @@ def exercises(chapter: int | None = None) -> list[Exercise]:
 
 def exercise(exercise_id: str) -> Exercise:
     """The exercise ``"<chapter>.<n>"``; a clear error for an id no chapter declares."""
-    match = re.fullmatch(r"(\d+)\.(\d+)", str(exercise_id))
-    if not match or int(match.group(1)) not in chapters():
+    match = re.fullmatch(r"(\d+)([a-z]?)\.(\d+)", str(exercise_id))
+    chapter = _chapter(match.group(1), match.group(2)) if match else None
+    if chapter is None or chapter not in chapters():
         raise KeyError(f"no exercise {exercise_id!r}: ids are '<chapter>.<n>', chapters with exercises: {chapters()}")
-    for ex in exercises(int(match.group(1))):
+    for ex in exercises(chapter):
         if ex.id == exercise_id:
             return ex
-    known = ", ".join(ex.id for ex in exercises(int(match.group(1))))
+    known = ", ".join(ex.id for ex in exercises(chapter))
     raise KeyError(f"no exercise {exercise_id!r}; chapter {match.group(1)} has {known}")
 
 

@@ -92,9 +92,10 @@ def _same(got: Any, want: Any, places: int) -> bool:
 class Exercise:
     """One exercise of one chapter.
 
-    ``id`` is ``"<chapter>.<n>"``. ``submit`` says in a few words what the reader passes to
-    ``check`` (shown when the result has the wrong shape). ``solution`` is Python run in the
-    chapter's namespace after the chapter's own cells; it binds ``result``, the thing passed
+    ``id`` is ``"<chapter>.<n>"`` (``"2.7"``; ``"6b.1"`` in a chapter between two others).
+    ``submit`` says in a few words what the reader passes to ``check`` (shown when the result
+    has the wrong shape). ``solution`` is Python run in the chapter's namespace after the
+    chapter's own cells; it binds ``result``, the thing passed
     to ``check``. It must not change what later exercises start from (edit copies with
     ``Trace.replace``, reset a widget it edits). ``output_varies`` marks a solution whose
     printed output depends on the machine's caches (a run that reports what it computed):
@@ -115,8 +116,10 @@ class Exercise:
     why: str = ""
 
     @property
-    def chapter(self) -> int:
-        return int(self.id.split(".")[0])
+    def chapter(self) -> int | str:
+        """The chapter's number, or its number and letter (``"6b"``) for a chapter between two others."""
+        head = self.id.split(".")[0]
+        return int(head) if head.isdigit() else head
 
 
 @dataclass(frozen=True)

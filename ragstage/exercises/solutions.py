@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import exercises, notebook
+from . import Chapter, exercises, notebook
 
 __all__ = ["solution_cell", "solutions_notebook", "solutions_path"]
 
@@ -30,12 +30,12 @@ def solution_cell(exercise_id: str, solution: str) -> str:
     return f"{solution.rstrip()}\ncheck({exercise_id!r}, result)"
 
 
-def solutions_path(chapter: int) -> str:
+def solutions_path(chapter: Chapter) -> str:
     """``solutions/NN_name_solutions.ipynb``, relative to ``notebooks/``."""
     return f"solutions/{notebook(chapter).removesuffix('.ipynb')}_solutions.ipynb"
 
 
-def solutions_notebook(chapter: int) -> Any:
+def solutions_notebook(chapter: Chapter) -> Any:
     """The solutions notebook of ``chapter`` as an (unexecuted) nbformat notebook."""
     import nbformat.v4 as v4
 
@@ -63,10 +63,10 @@ def solutions_notebook(chapter: int) -> Any:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m ragstage.exercises.solutions CHAPTER PATH``: write the unexecuted notebook."""
+    """``python -m ragstage.exercises.solutions CHAPTER PATH``: write the unexecuted notebook (CHAPTER: 2, or 6b)."""
     import nbformat
 
-    chapter, path = int(argv[0]), Path(argv[1])
+    chapter, path = (int(argv[0]) if argv[0].isdigit() else argv[0]), Path(argv[1])
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(solutions_notebook(chapter), path)
 

@@ -19,6 +19,7 @@ function                   chapter   draws
 :func:`funnel_counts`      any       entered/survived counts only
 :func:`interval_plot`      2, 4, 6   rates with Wilson (and normal) intervals
 :func:`coverage_plot`      2         how often each interval covers the true rate
+:func:`ppi_coverage_plot`  6b        PPI++ coverage and width against gold-only Wilson
 :func:`migration_heatmap`  3, 6, 7   the migration matrix with its counts
 :func:`migration_flow`     3, 6, 7   before buckets -> after buckets, fixed and broken
 :func:`bucket_change`      7         each bucket's count in two runs (e.g. two chunk sizes)
@@ -41,6 +42,7 @@ from .intervals import coverage_plot, interval_plot, interval_rows
 from .migration import MOVE_COLOURS, bucket_change, migration_flow, migration_heatmap, migration_matrix, move_kind
 from .paired import paired_table
 from .power import power_plot
+from .ppi import ppi_coverage_plot
 from .prompts import prompt_fill_plot
 from .span_tree import span_tree
 from .stages import FUNNEL_STAGES, funnel_counts, funnel_plot, lost_bars, stage_bars, stage_shares
@@ -71,6 +73,7 @@ __all__ = [
     "paired_table",
     "png_bytes",
     "power_plot",
+    "ppi_coverage_plot",
     "prompt_fill_plot",
     "span_tree",
     "stage_bars",

@@ -100,6 +100,15 @@ WRONG: list[tuple[str, str, str]] = [
             "result = attribution_table(load_run(own_folder).all_traces(), by=None)",
      "by=None pools every pipeline into one group"),
     ("6.5", "result = attribution_table(load_run(RUN_FOLDER).all_traces())", "load the folder you copied the batch"),
+    ("6b.1", 'result = sum(r.bucket == "none" for r in outside) / len(outside)',
+     "that is the judge's rate alone"),
+    ("6b.1", 'B = "none"\nresult = sum(r.bucket == B for r in outside) / len(outside) + sum('
+             "(r.bucket == B) - (labelled[r.query_id] == B) for r in inside) / len(inside)",
+     "gold minus judge"),
+    ("6b.2", "result = gold_needed(0.10, 0.04, 8000, 0.0)", "this is the gold-only number"),
+    ("6b.2", "result = gold_needed(0.10, 0.08, 8000, indicator_correlation(0.10, 0.85, 0.03))",
+     "half the interval's width"),
+    ("6b.3", 'result = next(r for r in app_result.rows if r.stage == "generation")', "draw the larger sample"),
     ("7.1", "result = before", "set budget=None in the settings"),
     ("7.2", "result = before", "set k=2 in the settings"),
     ("7.3", 'labels = edited_labels("q12", gold=["1033"])\n'
@@ -125,7 +134,7 @@ CHAPTER_5 = ("from ragstage import compare\nfrom ragstage.fixtures import fixtur
              "run = load_run(fixtures_dir() / 'mini_run')\n")
 
 
-def _chapter(chapter: int, tmp_path) -> Chapter:
+def _chapter(chapter: int | str, tmp_path) -> Chapter:
     if chapter != 5:
         return shared_chapter(ex_pkg.notebook(chapter))
     made = Chapter({}, tmp_path)

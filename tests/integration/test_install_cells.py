@@ -37,7 +37,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from repo_paths import REPO
 
-NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]*_*.ipynb"))  # 06b and 07b too
 INSTALL = re.compile(r"""%pip install[^\n]*["']ragstage(?:\[([\w,\s-]+)\])?\s*@""")
 # Chapters whose code takes another path in Colab, and why the test cannot run that path.
 OTHER_PATH_IN_COLAB = {

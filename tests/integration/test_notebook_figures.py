@@ -4,7 +4,8 @@ A code cell whose output is a figure carries the cell tag ``figure``. In every n
 ``notebooks/`` and ``notebooks/solutions/``, each such cell must hold an ``image/png`` output
 as committed (nbval does not compare images, so a figure lost from the outputs, e.g. one
 that never displayed, would otherwise pass unnoticed), and every chapter
-(``notebooks/0N_*.ipynb``) must have at least one.
+(``notebooks/0N_*.ipynb``, and ``0Nb_*.ipynb``: a chapter between two others or a companion) must
+have at least one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from repo_paths import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "notebooks" / "solutions").glob("*.ipynb"))
-CHAPTERS = sorted((REPO / "notebooks").glob("0[0-9]_*.ipynb"))
+CHAPTERS = sorted((REPO / "notebooks").glob("0[0-9]*_*.ipynb"))  # 06b and 07b too
 TAG = "figure"
 
 

@@ -43,6 +43,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 # A chapter that needs an optional extra installs it in the guard; every other chapter installs
 # the bare workbook. Only these exact variants are accepted.
 COLAB_EXTRAS = {"05_scifact_run.ipynb": "pipeline", "06_reading_the_run.ipynb": "pipeline,offline-models",
+                "06b_gold_for_a_few.ipynb": "frameworks",
                 "07_your_own_system.ipynb": "frameworks", "07b_template_your_app.ipynb": "frameworks"}
 
 
