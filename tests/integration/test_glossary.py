@@ -14,7 +14,7 @@ NOTEBOOKS = REPO / "notebooks"
 GLOSSARY = NOTEBOOKS / "glossary.md"
 ANCHOR = re.compile(r'<a id="([a-z0-9_]+)"></a>\s*\n\s*### (\S+)')
 LINK = re.compile(r"\(glossary\.md#([^)\s]+)\)")
-CHAPTER_LINK = re.compile(r"\[chapter (\d)\]\((0\d_[a-z0-9_]+\.ipynb)\)")
+CHAPTER_LINK = re.compile(r"\[chapter (\d[a-z]?)\]\((0\d[a-z]?_[a-z0-9_]+\.ipynb)\)")
 
 
 def entries() -> dict[str, str]:
@@ -32,7 +32,8 @@ def entries() -> dict[str, str]:
 def test_every_bucket_flag_and_method_has_an_entry():
     wanted = set(BUCKETS) | set(FLAGS) | {"severity", "generation_kind", "recall", "retention", "support",
                                           "wilson_interval", "normal_interval", "mcnemar", "holm", "power",
-                                          "bootstrap", "migration", "hit_rate", "recall_at_k"}
+                                          "bootstrap", "migration", "hit_rate", "recall_at_k", "silver_label",
+                                          "gold_sample", "ppi"}
     assert wanted - set(entries()) == set()
     assert all(kind in entries()["generation_kind"] for kind in GENERATION_KINDS)
 
