@@ -19,6 +19,7 @@ import pytest
 from ragstage import diagnose
 from ragstage.ingest import judge_contains
 from ragstage.ingest.ragas import ragas_ingest, ragas_to_traces
+from ragstage.ingest.requests import content_id
 from ragstage.ingest.spans import SpanError
 
 LEAVE = "Parental leave. Employees who become parents receive fourteen weeks of paid parental leave."
@@ -101,3 +102,20 @@ def test_other_shapes_are_refused_naming_the_shapes_expected(tmp_path, content, 
     with pytest.raises(SpanError) as err:
         ragas_to_traces(path)
     assert where in str(err.value) and "to_csv" in str(err.value) and "to_pandas().to_json()" in str(err.value)
+
+
+
+def test_ragas_samples_get_stable_ids_and_state_their_assumption(tmp_path):
+    samples = [{"user_input": "q1?", "retrieved_contexts": ["Alpha  text.", "Beta text."],
+                "reference_contexts": ["Beta text."], "response": "b", "reference": "b"},
+               {"user_input": "q2?", "retrieved_contexts": ["Alpha text."], "reference_contexts": ["Gamma."]}]
+    one, two = ragas_to_traces(samples)
+    assert one.retrieved[0] == two.retrieved[0] == content_id("Alpha text.")
+    assert one.gold == (content_id("Beta text."),) and one.prompt == one.retrieved
+    assert "reached the prompt" in one.meta["ingest"]["prompt"] and one.meta["reference"] == "b"
+    assert diagnose(two).stage.value == "retrieval"
+    path = tmp_path / "ragas.jsonl"
+    path.write_text(orjson.dumps(samples[0]).decode() + "\n" + '{"user_input": 3}\n')
+    with pytest.raises(SpanError) as info:
+        ragas_to_traces(path)
+    assert info.value.line == 2 and info.value.field == "user_input"
