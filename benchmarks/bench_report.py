@@ -11,12 +11,13 @@ each in a fresh subprocess and alternating which goes first, ``rounds`` times:
 and prints the medians of wall time, CPU time (user + system, every process) and peak
 memory (RSS of the largest process), and the page's size. With Chromium and Playwright
 installed it opens each page headless and prints the median time to load it until its tables
-are drawn. ``--compare`` also times, at the first size, ``compare --format json`` beside
-``report --compare`` and ``compare --gate --summary --junit``, and a reader's first steps on
-both pages (a filter, a search, opening a trace). Speed is measured here, never asserted in
+are drawn. ``--compare`` also times, at each size, ``compare --format json`` beside ``report --compare``
+(medians of the rounds, the page's size and its open time), and at the first size ``compare
+--gate --summary --junit`` and a reader's first steps on both pages (a filter, a search,
+opening a trace). Speed is measured here, never asserted in
 a test.
 
-    python benchmarks/bench_report.py [--traces 100000 1000000] [--rounds 3] [--compare]
+    python benchmarks/bench_report.py [--traces 100000 1000000] [--rounds 3] [--compare [--compare-only]]
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ def main() -> int:
     parser.add_argument("--compare", action="store_true",
                         help="also time compare, the comparison page and the gate (at the first size)")
     parser.add_argument("--no-browser", action="store_true", help="do not open the pages in Chromium")
+    parser.add_argument("--compare-only", action="store_true", help="with --compare: skip the one-run report")
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
     pages = {}
@@ -179,19 +181,49 @@ def main() -> int:
             write_runs(before, after, n)
             print(f"wrote 2 x {n:,} traces ({before.stat().st_size / 1e6:.1f} MB each) "
                   f"in {time.perf_counter() - t0:.1f} s")
+        if args.compare_only:
+            continue
         print(f"\n{n:,} traces, median of {args.rounds} rounds")
         page = report_beside_attribute(before, args.folder, args.rounds)
         pages[f"report of {n:,}"] = page
         print(f"{'page size':44} {page.stat().st_size / 1e6:8.1f} MB")
-    if not args.no_browser:
+    if pages and not args.no_browser:
         opened = open_times(pages, args.rounds)
         if opened:
             print(f"\n{'open in headless Chromium (median)':44} {'seconds':>8}")
             for name, seconds in opened.items():
                 print(f"{name:44} {seconds:8.2f}")
     if args.compare:
+        compared = {}
+        for n in args.traces:
+            compared[f"comparison of {n:,}"] = comparison_beside_compare(args.folder, n, args.rounds)
+        if not args.no_browser:
+            opened = open_times(compared, args.rounds)
+            if opened:
+                print(f"\n{'open in headless Chromium (median)':44} {'seconds':>8}")
+                for name, seconds in opened.items():
+                    print(f"{name:44} {seconds:8.2f}")
         compare_pages(args.folder, args.traces[0], args.no_browser)
     return 0
+
+
+def comparison_beside_compare(folder: Path, n: int, rounds: int) -> Path:
+    """``compare --format json`` and ``report --compare`` on ``n`` pairs, alternating, ``rounds`` times;
+    prints the medians and the page's size."""
+    before, after = folder / f"before-{n}.jsonl", folder / f"after-{n}.jsonl"
+    cli = [sys.executable, "-m", "ragstage.cli"]
+    page = folder / f"compare-{n}.html"
+    runs = []
+    for i in range(rounds):
+        pair = [timed([*cli, "compare", str(before), str(after), "--format", "json"], "compare --format json"),
+                timed([*cli, "report", str(before), str(after), "--compare", "--out", str(page)],
+                      "report --compare --out compare.html")]
+        runs.append(pair if i % 2 == 0 else pair[::-1])
+    runs = [sorted(r, key=lambda row: row["label"]) for r in runs]
+    print(f"\n{n:,} paired questions, median of {rounds} rounds")
+    show(median_rows(runs), reference="compare --format json")
+    print(f"{'page size':44} {page.stat().st_size / 1e6:8.1f} MB")
+    return page
 
 
 def compare_pages(folder: Path, n: int, no_browser: bool) -> None:

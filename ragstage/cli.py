@@ -191,21 +191,22 @@ def _report(args: argparse.Namespace) -> int:
     from .html import MAX_QUESTIONS, write_comparison, write_report
 
     by = None if args.by in ("", "none") else args.by
+    max_questions = (MAX_QUESTIONS if args.max_questions is None
+                     else None if args.max_questions < 0 else args.max_questions)
     if args.compare:
         if len(args.files) != 2:
             raise ValueError(f"--compare takes two trace files, BEFORE and AFTER; got {len(args.files)}")
         unused = [name for name, value in (("--gold-sample", args.gold_sample), ("--sample", args.sample),
-                                           ("--max-questions", args.max_questions), ("--workers", args.workers))
-                  if value is not None]
+                                           ("--workers", args.workers)) if value is not None]
         if unused:
-            raise ValueError(f"{', '.join(unused)} make a report of one run; the comparison page lists every "
-                             "paired question and does not combine with them")
-        n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect)
+            raise ValueError(f"{', '.join(unused)} make a report of one run; the comparison page does not "
+                             "combine with them")
+        n = write_comparison(*args.files, args.out, require=args.require, intersect=args.intersect,
+                             max_questions=max_questions)
         print(f"wrote the comparison of {n} paired questions to {args.out}", file=sys.stderr)
     else:
         n = write_report(args.files, args.out, by=by, require=args.require, workers=args.workers,
-                         max_questions=MAX_QUESTIONS if args.max_questions is None
-                         else None if args.max_questions < 0 else args.max_questions,
+                         max_questions=max_questions,
                          gold_sample=args.gold_sample, sample=args.sample)
         print(f"wrote the report of {n} traces to {args.out}", file=sys.stderr)
     return 0
@@ -298,8 +299,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     rep.add_argument("--compare", action="store_true", help="a comparison page of BEFORE and AFTER")
     rep.add_argument("--intersect", action="store_true", help="with --compare: only the questions both runs have")
     rep.add_argument("--max-questions", type=int, default=None, metavar="N",
-                     help="list the first N questions on the page (-1: all; default 50,000); every trace is "
-                     "counted, and the page says how many of each bucket it does not list")
+                     help="list at most N questions on the page (-1: all; default 50,000): a report the first N, "
+                     "a comparison the changed pairs first; every trace is counted, and the page says "
+                     "how many of each bucket (or transition) it does not list")
     rep.add_argument("--workers", type=int, default=None, help="processes that count (default: all cores)")
     rep.add_argument("--gold-sample", metavar="GOLD_TRACES",
                      help="gold-labelled traces of the sampled requests: the page adds the PPI++ rates (with --sample)")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .attribution import BUCKETS, RIGHT, UNDECIDED, Outcome, diagnose
+from .attribution import BUCKETS, RIGHT, UNDECIDED, Diagnosis, Outcome, diagnose
 from .rows import FLAG_COLUMNS, TABLE_COLUMNS, bucket_rows, check_buckets, flag_rows
 from .stats import holm, mcnemar, wilson
 from .tally import Tally, tally_records
@@ -32,6 +32,7 @@ __all__ = [
     "flag_table",
     "Comparison",
     "compare",
+    "diagnosed_by_query",
     "comparison_from_moves",
     "comparison_table",
 ]
@@ -206,13 +207,20 @@ class Comparison:
                 "p_value": self.p_value, "migration": migration}
 
 
-def _by_query(traces: Iterable[Trace], require: str, side: str) -> dict[str, str]:
-    out: dict[str, str] = {}
+def diagnosed_by_query(traces: Iterable[Trace], require: str, side: str,
+                       keep: Callable[[Trace, Diagnosis], Any] = lambda trace, d: d.stage.value) -> dict[str, Any]:
+    """``{query_id: keep(trace, diagnosis)}`` over one run, read once (by default each question's bucket).
+
+    A question twice in a run is an error naming ``side``: a paired comparison of a run
+    with repeats would count one question twice. ``keep`` decides what is held per question,
+    so a million questions cost a dict of small values, never their traces.
+    """
+    out: dict[str, Any] = {}
     for trace in traces:
         if trace.query_id in out:
             raise ValueError(f"{side}: query_id {trace.query_id!r} appears twice; "
                              "compare one pipeline's run against another's")
-        out[trace.query_id] = diagnose(trace, require).stage.value
+        out[trace.query_id] = keep(trace, diagnose(trace, require))
     return out
 
 
@@ -229,8 +237,8 @@ def compare(before: Iterable[Trace], after: Iterable[Trace], *, intersect: bool 
     error unless ``intersect=True``, because silently dropping them would compare two
     different question sets.
     """
-    a = _by_query(before, require, "before")
-    b = _by_query(after, require, "after")
+    a = diagnosed_by_query(before, require, "before")
+    b = diagnosed_by_query(after, require, "after")
     return comparison_from_moves(Counter((a[q], b[q]) for q in a if q in b), set(a) - set(b), set(b) - set(a),
                                  intersect=intersect)
 

@@ -80,12 +80,13 @@ def report_html(paths: Sequence[str | Path], *, by: str | None = "pipeline", req
 
 
 def comparison_html(before: str | Path, after: str | Path, *, require: str = "any", intersect: bool = False,
-                    title: str | None = None) -> tuple[str, int]:
-    """``(page, number of paired questions)``: the comparison page of two runs."""
-    from .data import comparison_data
+                    title: str | None = None, max_questions: int | None = MAX_QUESTIONS) -> tuple[str, int]:
+    """``(page, number of paired questions)``: the comparison page of two runs, every pair counted and
+    at most ``max_questions`` listed (all when None), the changed ones first (see :mod:`ragstage.html.paired`)."""
     from .page import render_page
+    from .paired import comparison_data
 
-    data = comparison_data(before, after, require=require, intersect=intersect)
+    data = comparison_data(before, after, require=require, intersect=intersect, max_questions=max_questions)
     name = title or f"ragstage comparison: {Path(before).name} → {Path(after).name}"
     return render_page(data, name, _comparison_figures(data)), data["comparison"]["n"]
 
@@ -115,8 +116,8 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, by: str | None
 
 
 def write_comparison(before: str | Path, after: str | Path, out: str | Path, *, require: str = "any",
-                     intersect: bool = False) -> int:
+                     intersect: bool = False, max_questions: int | None = MAX_QUESTIONS) -> int:
     """Write the comparison page to ``out`` (atomically); returns the number of paired questions."""
-    page, n = comparison_html(before, after, require=require, intersect=intersect)
+    page, n = comparison_html(before, after, require=require, intersect=intersect, max_questions=max_questions)
     atomic_write_bytes(out, page, inputs=(before, after))
     return n

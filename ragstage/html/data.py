@@ -2,9 +2,9 @@
 
 The numbers come from the functions the command line prints: the attribution and flag
 rows are what ``ragstage attribute --format json`` (and ``--flags``) prints, counted by the same call
-(:func:`ragstage.trace_files.count_files`) and laid out by :mod:`ragstage.rows`; the comparison is
-:meth:`ragstage.report.Comparison.to_dict`, what ``compare --format json`` prints. Bad input
-fails with the readers' own errors.
+(:func:`ragstage.trace_files.count_files`) and laid out by :mod:`ragstage.rows`; the comparison
+page's (:mod:`ragstage.html.paired`) is :meth:`ragstage.report.Comparison.to_dict`, what ``compare
+--format json`` prints. Bad input fails with the readers' own errors.
 
 Questions are stored compactly (a page may hold 50,000 of them): each row refers to
 small string tables (groups, buckets, reasons) by index, and each trace keeps only the
@@ -28,7 +28,7 @@ from ..tally import Tally, group_of, tally_records
 from ..trace import Trace
 from ..trace_files import count_files, read_any
 
-__all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "comparison_data", "missing_fields", "expand_trace",
+__all__ = ["attribute_output", "report_data", "MAX_QUESTIONS", "missing_fields", "expand_trace",
            "TABLED_LISTS", "TABLED_TEXTS"]
 
 
@@ -255,33 +255,3 @@ def _left_out(tally: Tally, questions: list[dict[str, Any]]) -> dict[str, int]:
     for buckets in tally.buckets.values():
         total.update(buckets)
     return {b: total[b] - listed[b] for b in BUCKETS if total[b] > listed[b]}
-
-
-def comparison_data(before: str | Path, after: str | Path, require: str = "any",
-                    intersect: bool = False) -> dict[str, Any]:
-    """The comparison page's data: ``compare``'s dict, and every paired question with both traces."""
-    from ..gate import STATUSES, pair_runs
-
-    paired = pair_runs(read_any(before), read_any(after), require=require, intersect=intersect)
-    c = paired.comparison
-    reasons, strings = _Strings(), _Strings()
-    status = {s: i for i, s in enumerate(STATUSES)}
-    questions = []
-    for p in paired.pairs:
-        fields = _compact(p.before)
-        change = _difference(fields, _compact(p.after))  # before tabling: only what changed is tabled twice
-        a = _side(p.before, p.before_diagnosis, reasons, _tabled(fields, strings))
-        z = _side(p.after, p.after_diagnosis, reasons, None)
-        z.update(d=_tabled(change["d"], strings), gone=change["gone"])
-        questions.append({"id": p.query_id, "st": status[p.status], "crit": list(p.newly_critical), "a": a, "z": z})
-    data = _common("compare")
-    data.update({
-        "files": [str(before), str(after)], "require": require, "intersect": intersect,
-        "comparison": c.to_dict(),
-        "right_before": c.both_right + c.broken, "right_after": c.both_right + c.fixed,
-        "both_right": c.both_right, "both_wrong": c.both_wrong,
-        "only_before": len(c.only_before), "only_after": len(c.only_after),
-        "statuses": list(STATUSES), "reasons": reasons.items, "strings": strings.items, "questions": questions,
-    })
-    data["_comparison"] = c
-    return data

@@ -403,8 +403,9 @@
       (DATA.intersect ? " · shared questions only (" + DATA.only_before + " only before, " + DATA.only_after + " only after)" : "") +
       " · ragstage " + DATA.version;
     var overview = byId("overview");
+    var partial = DATA.listed < c.n;
     overview.appendChild(el("div", {cls: "cards"}, [
-      card("questions paired", c.n, "card-n"), card("right before", DATA.right_before, "card-right-before"),
+      partial ? card("pairs listed", DATA.listed, "card-listed") : null, card("questions paired", c.n, "card-n"), card("right before", DATA.right_before, "card-right-before"),
       card("right after", DATA.right_after, "card-right-after"), card("fixed", c.fixed, "card-fixed"),
       card("broken", c.broken, "card-broken"), card("undecided", c.undecided, "card-undecided"),
       card("exact McNemar p", c.p_value < 1e-4 && c.p_value > 0 ? c.p_value.toExponential(2) : String(Math.round(c.p_value * 1e4) / 1e4), "card-p")]));
@@ -433,7 +434,9 @@
       .map(function (x) { return [DATA.statuses[x[0]], x[2] + " (" + x[1] + ")"]; });
     var bucketOpts = DATA.buckets.map(function (b) { return [b, b]; });
     questionTable({
-      title: "Every paired question",
+      title: (partial ? "The " + DATA.listed.toLocaleString("en") + " paired questions listed of " + c.n.toLocaleString("en")
+                      : "Every paired question") + ": " + DATA.groups.join(", ") + " (each group in the after run's order)",
+      note: partial ? pairsLeftOutNote(c.n - DATA.listed) : null,
       columns: ["id", "question", "status", "before", "after", "reason after", "newly critical"],
       filters: [
         {id: "status", label: "status", options: statusOpts, test: function (q, v) { return DATA.statuses[q.st] === v; }},
@@ -456,6 +459,26 @@
                                 el("div", {cls: "sides"}, [traceView(q.a, "before"), traceView(afterTrace(q), "after")])]);
       }
     });
+  }
+
+  // What the comparison's question table does not list, per transition: every pair is in the numbers above.
+  function pairsLeftOutNote(left) {
+    var groups = {};
+    DATA.left_out.forEach(function (x) { groups[x.group] = (groups[x.group] || 0) + x.count; });
+    var rows = DATA.left_out.map(function (x) {
+      return el("tr", {"data-group": x.group, "data-before": x.before, "data-after": x.after, "data-value": String(x.count)}, [
+        el("td", {text: x.group}), el("td", {text: x.before + " → " + x.after}), el("td", {cls: "num", text: x.count.toLocaleString("en")})]);
+    });
+    return el("div", {id: "left-out", cls: "note", "data-value": String(left)}, [
+      el("p", null, [left.toLocaleString("en") + " paired questions are counted in every card, table and figure above but not " +
+        "listed below (" + Object.keys(groups).map(function (g) { return g + " " + groups[g].toLocaleString("en"); }).join(", ") +
+        "). The list takes the changed pairs first, in this order: " + DATA.groups.join(", ") + ". ",
+        el("code", {text: "ragstage report --compare --max-questions N"}), " lists more (-1: all; a page of every pair of " +
+        "large runs may be too heavy for a browser); ", el("code", {text: "ragstage compare"}), " and ",
+        el("code", {text: "ragstage.gate.pair_runs"}), " read every pair."]),
+      el("table", {id: "left-out-table"}, [
+        el("thead", null, [el("tr", null, ["group", "transition (before → after)", "not listed"].map(function (h) { return el("th", {text: h}); }))]),
+        el("tbody", null, rows)])]);
   }
 
   if (DATA.kind === "report") report(); else comparison();
