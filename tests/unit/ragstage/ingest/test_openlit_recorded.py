@@ -63,3 +63,19 @@ def test_the_summary_names_the_conventions_read(ingested):
     # the application's own span around each request is in no convention, not counted as OpenInference
     assert line.endswith("15 OpenTelemetry GenAI (gen_ai.*), 8 no convention (the application's own spans)")
     assert "1 request(s) with no LLM span" in run.stderr  # the failing retriever's request
+
+
+def test_without_a_span_around_each_request_the_split_is_named_not_blamed_on_a_cut_export(tmp_path):
+    """Recorded with no application span around the requests, OpenLIT's retrieval and chat spans
+    are root spans of separate traces: no model half is written with a stage, and the summary
+    names the split instead of an export cut by a limit."""
+    out = tmp_path / "traces.jsonl"
+    run = subprocess.run([sys.executable, "-m", "ragstage.cli", "ingest", "spans",
+                          str(RECORDED / "spans.unlinked.otlp.jsonl"), "--labels", str(RECORDED / "labels.jsonl"),
+                          "--judge", "contains", "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    traces = list(read_traces(out))
+    assert len(traces) == 8 and all(t.prompt is None and not t.answer for t in traces)  # the retriever halves
+    line = next(x for x in run.stderr.splitlines() if x.startswith("7 incomplete request(s) not written"))
+    assert "retriever and model spans in separate traces" in line and "needs the application to open one" in line
+    assert "an export cut by a limit" not in line
