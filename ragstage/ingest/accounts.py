@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from ..trace import Trace
 from .build import Found, IngestOptions, request_to_trace
-from .conventions import OPENINFERENCE, adapt, foreign_convention
+from .conventions import NO_CONVENTION, OPENINFERENCE, adapt, foreign_convention
 from .gold import LabelIndex
 from .grouping import TraceGroups
 from .memo import IngestCache
@@ -58,7 +58,7 @@ class Accounts:
     def read_as(self, spans: list[Span], where: str) -> list[Span]:
         """A line's spans (of the input ``where``) as the ingest reads them: a span with no
         OpenInference kind read by its convention's adapter (:func:`.conventions.adapt`), each
-        convention counted by input."""
+        convention counted by input (a span in none counted as such, never as OpenInference)."""
         self.spans[where] += len(spans)
         if all(s.kind for s in spans):  # the usual line: every span in a known kind
             return spans
@@ -67,8 +67,7 @@ class Accounts:
             if not s.kind:
                 s, read = adapt(s)
                 foreign = None if read is not None else foreign_convention(s)
-                if read is not None or foreign is not None:
-                    self.conventions[where, read or f"{foreign} (not read)"] += 1
+                self.conventions[where, read or (f"{foreign} (not read)" if foreign else NO_CONVENTION)] += 1
             out.append(s)
         return out
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from .spans import Span, new_span
 
-__all__ = ["OPENINFERENCE", "MLFLOW", "OPENLLMETRY", "GENAI", "CANNOT_SHOW", "FOREIGN_CONVENTIONS", "adapt",
-           "foreign_convention"]
+__all__ = ["OPENINFERENCE", "MLFLOW", "OPENLLMETRY", "GENAI", "NO_CONVENTION", "CANNOT_SHOW", "FOREIGN_CONVENTIONS",
+           "adapt", "foreign_convention"]
 
 OPENINFERENCE = "OpenInference"
 MLFLOW = "MLflow (mlflow.spanType)"
 OPENLLMETRY = "OpenLLMetry (traceloop.*)"
 GENAI = "OpenTelemetry GenAI (gen_ai.*)"
+#: Spans with no attribute of any convention: the application's own (a span around a request).
+NO_CONVENTION = "no convention (the application's own spans)"
 
 #: What an export in each convention cannot show, for the doctor: the stages a reader cannot check there.
 CANNOT_SHOW = {

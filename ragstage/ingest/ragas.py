@@ -82,7 +82,8 @@ def _label_gold(label: Label, retrieved: list[str], ids: list[str]) -> list[str]
 def sample_to_trace(sample: Mapping[str, Any], index: int, pipeline: str = "default",
                     labels: LabelIndex | None = None,
                     judge: Callable[[str, Label], bool | None] | None = None) -> Trace:
-    """One trace from one Ragas sample (``index`` gives a query id when the sample has none)."""
+    """One trace from one Ragas sample (``index``, its position from 1 in every shape, gives a query id
+    when the sample has none)."""
     if not isinstance(sample, Mapping):
         raise SpanError(f"a sample must be an object, got {type(sample).__name__}")
     if not isinstance(sample.get("user_input"), str):
@@ -202,9 +203,9 @@ def ragas_ingest(source: str | Path | Iterable[Mapping[str, Any]] | Any, pipelin
     """Traces from Ragas samples (see :func:`ragas_to_traces`), and the labels no sample matched."""
     index = LabelIndex(iter_labels(labels)) if labels is not None else None
     traces = []
-    for n, sample, path in _samples(source):
+    for number, (n, sample, path) in enumerate(_samples(source), start=1):  # n: the line or row, for errors
         try:
-            traces.append(sample_to_trace(sample, n, pipeline, index, judge))
+            traces.append(sample_to_trace(sample, number, pipeline, index, judge))
         except TraceError as exc:
             raise SpanError(exc.detail, path=path, line=n, field=exc.field) from None
     return traces, index.unmatched() if index is not None else []

@@ -45,6 +45,7 @@ from . import openinference as oi
 from .genai import UNRECORDED
 from .memo import MEMO_SIZE, IngestCache, remember
 from .recover import normalise, unescaped
+from .result import LLM_WITHOUT_RETRIEVER
 from .spans import Span
 from .stages import answering as answering_spans
 from .stages import retrieval, text_ranking
@@ -218,7 +219,7 @@ def _incomplete(req: Request, tree: SpanTree, retrievers: list[Span], llms: list
     if not tree.roots:
         reasons.append("no root span")
     if llms and not retrievers and req.error is None:
-        reasons.append("an LLM span but no retriever span")
+        reasons.append(LLM_WITHOUT_RETRIEVER)
     req.incomplete = reasons
 
 

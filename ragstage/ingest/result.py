@@ -17,7 +17,12 @@ from ..trace import Trace, write_traces
 from .conventions import OPENINFERENCE
 from .gold import Label
 
-__all__ = ["IngestResult"]
+__all__ = ["IngestResult", "LLM_WITHOUT_RETRIEVER"]
+
+#: Why a request with an LLM span but no retriever span is incomplete.
+LLM_WITHOUT_RETRIEVER = "an LLM span but no retriever span"
+_LOST_PARENT = ("a parent span not in the export (an export cut by a limit, a run still in flight, or an "
+                "instrumentor that did not export it)")
 
 
 @dataclass
@@ -109,10 +114,14 @@ class IngestResult:
                          + _some(self.without_llm))
         if self.incomplete:
             why = Counter(r for reasons in self.incomplete.values() for r in reasons)
+            # model spans with no retriever beside retriever spans with no model: one request split in two traces
+            cause = (f"each request's retriever and model spans in separate traces ({len(self.without_llm)} request(s) "
+                     "above have a retriever but no LLM span): an instrumentor that opens no span around a request "
+                     "(OpenLIT's LangChain instrumentation) needs the application to open one"
+                     if self.without_llm and set(why) == {LLM_WITHOUT_RETRIEVER} else _LOST_PARENT)
             lines.append(f"{len(self.incomplete)} incomplete request(s) not written ("
                          + "; ".join(f"{n} with {r}" for r, n in why.most_common())
-                         + "): a parent span not in the export (an export cut by a limit, a run still in flight, "
-                         "or an instrumentor that did not export it): " + _some(list(self.incomplete)))
+                         + f"): {cause}: " + _some(list(self.incomplete)))
         if self.skipped:
             lines.append(f"{len(self.skipped)} trace id(s) skipped: no retriever, reranker or LLM span "
                          "(indexing or other work, not a request)")
