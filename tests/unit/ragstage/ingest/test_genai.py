@@ -1,13 +1,14 @@
 """Spans in the OpenTelemetry GenAI conventions (``gen_ai.*``), shaped as the conventions specify.
 
-No instrumentor that installs here writes ``gen_ai.retrieval.documents`` (OpenLIT requires OpenAI 2,
-the Phoenix server OpenAI 3: docs/stacks.md), so these spans are written by hand from the
-conventions' attribute names: a ``retrieval`` operation with its documents (id, score, content)
+These spans are written by hand from the conventions' attribute names, so each case can be shaped
+at will: a ``retrieval`` operation with its documents (id, score, content)
 and query text, and a ``chat`` operation with system instructions, input and output messages; and
 a retrieval span as OpenLIT's LangChain instrumentation writes one (the first three documents and
 their count).
 OpenLLMetry's spans, which use the same message attributes, are recorded for real in
-``tests/integration/test_ingest_conventions.py``.
+``tests/integration/test_ingest_conventions.py``, and OpenLIT's (recorded by OpenLIT 1.45.0 in an
+environment of its own: it requires OpenAI 2, the Phoenix server OpenAI 3) are read by
+``test_openlit_recorded.py``.
 """
 
 from __future__ import annotations

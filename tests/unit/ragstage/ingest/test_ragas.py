@@ -1,10 +1,10 @@
 """Ragas samples as traces: the three shapes an EvaluationDataset is saved in, ids, labels, a judge.
 
-The Ragas package itself does not install beside this environment's OpenAI client (Ragas 0.4
-needs ``jiter<0.15``, OpenAI 3 ``jiter>=0.16``; Ragas 0.3 fails on import with LangChain
-Community 0.4), so the files are written the way ``EvaluationDataset`` writes them: ``to_jsonl``
-one sample object a line, ``to_csv`` pandas' CSV of ``to_pandas()`` (list columns as Python
-lists), and ``to_pandas().to_json()`` (columns).
+These files are written here the way ``EvaluationDataset`` writes them (``to_jsonl`` one sample
+object a line, ``to_csv`` pandas' CSV of ``to_pandas()`` with list columns as Python lists, and
+``to_pandas().to_json()`` by columns), so each case can be shaped at will. Files that Ragas 0.4.3
+itself wrote, in an environment of its own (its package clashes with the Phoenix server's OpenAI
+client), are read by ``test_ragas_recorded.py``.
 """
 
 from __future__ import annotations
