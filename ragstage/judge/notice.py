@@ -9,11 +9,16 @@ stdout stays as it was). Light on purpose: ``attribute`` imports it without nump
 from __future__ import annotations
 
 import gzip
+import mmap
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import orjson
+
+from ..errors import TraceError
+from ..trace import MAX_LINE_BYTES
+from ..trace_files import is_parquet
 
 __all__ = ["judge_of", "silver_summary", "silver_note", "silver_in_files"]
 
@@ -41,35 +46,68 @@ def silver_summary(traces: Iterable[Any]) -> Counter[str]:
 
 
 def silver_in_files(paths: Iterable[str | Path]) -> tuple[Counter[str], int]:
-    """:func:`silver_summary` over trace files, and how many traces they hold. A JSON Lines line is
-    decoded only when it holds ``"judge"`` (every silver trace's meta does), so the scan costs a
-    fraction of reading the traces; Parquet is read through the trace reader. A file or line that
-    cannot be read is passed over here: the command's own reader reports it, by file and line."""
-    from ..errors import TraceError
-    from ..trace_files import is_parquet, read_any
+    """:func:`silver_summary` over trace files, and how many traces they hold.
 
+    The scan must never change what the command reads, nor cost it much: only regular files are
+    scanned (a pipe or a device would be consumed, so it is passed over: the command reads it as
+    it is, and no note is printed for it); a file that holds no ``"judge"`` at all (every silver
+    trace's meta does) is passed over after one byte search; otherwise a JSON Lines line is
+    decoded only when it holds ``"judge"``, no line is held past the readers' own length limit,
+    and of Parquet only the ``meta`` column is read. A file or line that cannot be read is passed
+    over here: the command's own reader reports it, by file and line."""
     counts: Counter[str] = Counter()
     total = 0
     for path in paths:
         try:
-            if is_parquet(path):
-                traces = list(read_any(path))
-                counts.update(silver_summary(traces))
-                total += len(traces)
-                continue
-            opener = gzip.open if str(path).endswith(".gz") else open
-            with opener(path, "rb") as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    total += 1
-                    if b'"judge"' in line:
-                        judge = judge_of(orjson.loads(line).get("meta"))
-                        if judge is not None:
-                            counts[judge] += 1
-        except (OSError, EOFError, ValueError, TraceError, AttributeError):
+            for file in _regular_files(Path(path)):
+                found, lines = (_parquet_judges if is_parquet(file) else _json_lines_judges)(file)
+                counts.update(found)
+                total += lines
+        except (OSError, EOFError, ValueError, TraceError, AttributeError, ImportError):
             continue
     return counts, total
+
+
+def _regular_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(f for f in path.rglob("*.parquet") if f.is_file())
+    return [path] if path.is_file() else []
+
+
+def _json_lines_judges(path: Path) -> tuple[Counter[str], int]:
+    counts: Counter[str] = Counter()
+    if not str(path).endswith(".gz") and path.stat().st_size:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+            if whole.find(b'"judge"') < 0:
+                return counts, 0  # no silver trace: the total is not needed
+    total = 0
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        while line := handle.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                break  # the command's reader refuses this line, naming it
+            if not line.strip():
+                continue
+            total += 1
+            if b'"judge"' in line:
+                judge = judge_of(orjson.loads(line).get("meta"))
+                if judge is not None:
+                    counts[judge] += 1
+    return counts, total
+
+
+def _parquet_judges(path: Path) -> tuple[Counter[str], int]:
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    counts: Counter[str] = Counter()
+    if "meta" in file.schema_arrow.names:
+        for text in file.read(columns=["meta"]).column("meta").to_pylist():
+            if text and '"judge"' in text:
+                judge = judge_of(orjson.loads(text))
+                if judge is not None:
+                    counts[judge] += 1
+    return counts, file.metadata.num_rows
 
 
 def silver_note(counts: Mapping[str, int], total: int, corrected: bool = False) -> str | None:
