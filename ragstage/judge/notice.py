@@ -9,7 +9,6 @@ stdout stays as it was). Light on purpose: ``attribute`` imports it without nump
 from __future__ import annotations
 
 import gzip
-import mmap
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -48,13 +47,15 @@ def silver_summary(traces: Iterable[Any]) -> Counter[str]:
 def silver_in_files(paths: Iterable[str | Path]) -> tuple[Counter[str], int]:
     """:func:`silver_summary` over trace files, and how many traces they hold.
 
-    The scan must never change what the command reads, nor cost it much: only regular files are
-    scanned (a pipe or a device would be consumed, so it is passed over: the command reads it as
-    it is, and no note is printed for it); a file that holds no ``"judge"`` at all (every silver
-    trace's meta does) is passed over after one byte search; otherwise a JSON Lines line is
-    decoded only when it holds ``"judge"``, no line is held past the readers' own length limit,
-    and of Parquet only the ``meta`` column is read. A file or line that cannot be read is passed
-    over here: the command's own reader reports it, by file and line."""
+    The scan must never change what the command reads, nor cost it much. Only regular files are
+    scanned: a pipe or a device would be consumed, so it is passed over (the command reads it as
+    it is, and no note is printed for it). A file is labelled one way (``ragstage judge apply``
+    writes every trace of a run with the judge's labels), so its first trace decides: a file whose
+    first trace carries people's labels costs one line; one whose first trace is a judge's is
+    counted in full (a JSON Lines line decoded only when it holds ``"judge"``, no line held past the
+    readers' length limit; of Parquet, only the ``meta`` column). ``compare --gate`` counts every
+    trace and refuses a run labelled both ways. A file or line that cannot be read is passed over
+    here: the command's own reader reports it, by file and line."""
     counts: Counter[str] = Counter()
     total = 0
     for path in paths:
@@ -76,10 +77,6 @@ def _regular_files(path: Path) -> list[Path]:
 
 def _json_lines_judges(path: Path) -> tuple[Counter[str], int]:
     counts: Counter[str] = Counter()
-    if not str(path).endswith(".gz") and path.stat().st_size:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as whole:
-            if whole.find(b'"judge"') < 0:
-                return counts, 0  # no silver trace: the total is not needed
     total = 0
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rb") as handle:
@@ -93,6 +90,8 @@ def _json_lines_judges(path: Path) -> tuple[Counter[str], int]:
                 judge = judge_of(orjson.loads(line).get("meta"))
                 if judge is not None:
                     counts[judge] += 1
+            if total == 1 and not counts:
+                break  # the first trace is people's: so is the file
     return counts, total
 
 
@@ -101,7 +100,10 @@ def _parquet_judges(path: Path) -> tuple[Counter[str], int]:
 
     file = pq.ParquetFile(path)
     counts: Counter[str] = Counter()
-    if "meta" in file.schema_arrow.names:
+    if "meta" not in file.schema_arrow.names or not file.metadata.num_row_groups:
+        return counts, file.metadata.num_rows
+    first = file.read_row_group(0, columns=["meta"]).column("meta")[0].as_py()
+    if first and '"judge"' in first and judge_of(orjson.loads(first)) is not None:
         for text in file.read(columns=["meta"]).column("meta").to_pylist():
             if text and '"judge"' in text:
                 judge = judge_of(orjson.loads(text))

@@ -45,6 +45,15 @@ def test_a_file_without_a_judge_is_passed_over_and_says_nothing(tmp_path):
     assert counts == {} and silver_note(counts, 4) is None
 
 
+def test_a_files_first_trace_decides_whether_it_is_counted(tmp_path):
+    """A file is labelled one way (judge apply writes a whole run): a first trace of people's costs one line."""
+    traces = list(read_traces(_silver(tmp_path / "s.jsonl", 4)))
+    write_traces(tmp_path / "late.jsonl", [traces[0].replace(meta={}), *traces[1:]])
+    assert silver_in_files([tmp_path / "late.jsonl"]) == ({}, 1)
+    convert(tmp_path / "late.jsonl", tmp_path / "late.parquet")
+    assert silver_in_files([tmp_path / "late.parquet"])[0] == {}
+
+
 def test_a_pipe_is_never_read_by_the_scan(tmp_path):
     """The scan of a pipe would consume it: `attribute <(cat traces)` then printed an empty table, exit 0."""
     fifo = tmp_path / "traces.fifo"
