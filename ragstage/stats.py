@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Z95",
     "wilson",
+    "cohen_kappa",
     "format_rate",
     "normal_interval",
     "interval_coverage",
@@ -288,12 +289,22 @@ class Agreement:
 
     @property
     def kappa(self) -> float:
-        n = self.n
-        if n == 0:
-            return math.nan
-        exact_yes, judge_yes = (self.both_yes + self.exact_only) / n, (self.both_yes + self.judge_only) / n
-        chance = exact_yes * judge_yes + (1 - exact_yes) * (1 - judge_yes)
-        return math.nan if chance == 1 else (self.agree / n - chance) / (1 - chance)
+        return cohen_kappa(((self.both_yes, self.exact_only), (self.judge_only, self.both_no)))
+
+
+def cohen_kappa(counts: Sequence[Sequence[int]]) -> float:
+    """Cohen's kappa of a square table (``counts[i][j]``: the first rater said ``i``, the second
+    ``j``): (observed agreement - chance agreement) / (1 - chance). NaN for an empty table, or
+    when chance agreement is already perfect (both raters gave one and the same answer throughout).
+    """
+    n = sum(map(sum, counts))
+    if n == 0:
+        return math.nan
+    first = [sum(row) / n for row in counts]
+    second = [sum(row[j] for row in counts) / n for j in range(len(counts))]
+    chance = sum(a * b for a, b in zip(first, second))
+    observed = sum(counts[i][i] for i in range(len(counts))) / n
+    return math.nan if chance >= 1 else (observed - chance) / (1 - chance)
 
 
 def agreement(exact: Sequence[bool], judge: Sequence[bool | None]) -> Agreement:

@@ -9,9 +9,10 @@ from their own bucket shares.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
+
+from ..stats import cohen_kappa
 
 __all__ = ["Confusion", "confusion"]
 
@@ -36,13 +37,7 @@ class Confusion:
     def kappa(self) -> float:
         """Cohen's kappa: (observed - chance agreement) / (1 - chance); NaN when chance agreement
         is already perfect (both raters used one and the same bucket throughout)."""
-        n = self.n
-        if n == 0:
-            return math.nan
-        gold = [sum(row) / n for row in self.counts]
-        judge = [sum(row[j] for row in self.counts) / n for j in range(len(self.labels))]
-        chance = sum(g * j for g, j in zip(gold, judge))
-        return math.nan if chance >= 1 else (self.agree / n - chance) / (1 - chance)
+        return cohen_kappa(self.counts)
 
     def row(self, label: str) -> dict[str, int]:
         """What the judge said for the sampled requests whose gold bucket is ``label``."""

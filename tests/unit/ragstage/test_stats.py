@@ -13,7 +13,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from ragstage import bootstrap_mean_ci, format_rate, half_width, holm, mcnemar, normal_interval, paired_counts
-from ragstage.stats import Z95, sample_size, wilson
+from ragstage.stats import Z95, cohen_kappa, sample_size, wilson
 
 
 def test_published_eleven_of_fifteen():
@@ -174,3 +174,20 @@ def test_holm_matches_statsmodels(ps):
     assert all(p <= a <= 1 for p, a in zip(ps, got))
     # Holm never rejects less than Bonferroni and never more than the uncorrected tests.
     assert all(min(1, len(ps) * p) >= a for p, a in zip(ps, got))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=60))
+def test_cohen_kappa_of_a_table_is_sklearn_s_on_the_pairs_it_counts(pairs):
+    from sklearn.metrics import cohen_kappa_score
+
+    counts = [[sum(1 for p in pairs if p == (i, j)) for j in range(4)] for i in range(4)]
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    if len(set(first) | set(second)) == 1:
+        assert math.isnan(cohen_kappa(counts))  # one answer throughout: chance agreement is perfect
+    else:
+        assert cohen_kappa(counts) == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
+
+
+def test_cohen_kappa_of_an_empty_table_is_nan():
+    assert math.isnan(cohen_kappa([[0, 0], [0, 0]]))
