@@ -15,21 +15,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..judge.notice import judge_of
+from ..judge.notice import silver_summary
 
 __all__ = ["judge_labels", "gold_sample_data"]
 
 
 def judge_labels(metas: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """``{"traces": read, "judged": labelled by a judge, "judges": {"judge / model / prompt": count}}``."""
-    judges: dict[str, int] = {}
-    read = 0
-    for meta in metas:
-        read += 1
-        name = judge_of(meta)
-        if name is not None:
-            judges[name] = judges.get(name, 0) + 1
-    return {"traces": read, "judged": sum(judges.values()), "judges": judges}
+    """``{"traces": read, "judged": labelled by a judge, "judges": {judge_of(meta): count}}``."""
+    metas = list(metas)
+    judges = dict(silver_summary({"meta": meta} for meta in metas))
+    return {"traces": len(metas), "judged": sum(judges.values()), "judges": judges}
 
 
 def gold_sample_data(silver: str | Path, gold: str | Path, sample: str | Path, require: str = "any") -> dict[str, Any]:
