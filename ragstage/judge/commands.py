@@ -33,7 +33,8 @@ def _label(args: argparse.Namespace) -> int:
 
     traces = [t for path in args.traces for t in read_any(path)]
     passages = _passages(args)
-    generator = judge_generator(args.model, gguf_file=args.gguf_file, device=args.device, cache_dir=args.model_cache)
+    generator = judge_generator(args.model, gguf_file=args.gguf_file, device=args.device, cache_dir=args.model_cache,
+                                dtype=args.dtype)
     cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "judge"
     run = judge_traces(traces, passages, generator, cache, depth=args.depth, name=args.name)
     write_labels(run.rows, args.out)
@@ -104,7 +105,7 @@ def _apply(args: argparse.Namespace) -> int:
 def add_judge_parser(sub: Any) -> None:
     """The ``judge`` command and its four actions (registered by :mod:`ragstage.cli`)."""
     from ..pipeline.components import STANDIN
-    from ..pipeline.generation import DEFAULT_GENERATOR
+    from ..pipeline.generation import DEFAULT_GENERATOR, DTYPES
 
     judge = sub.add_parser("judge", help="silver labels from a judge; traces relabelled with labels")
     actions = judge.add_subparsers(dest="action", required=True)
@@ -119,6 +120,8 @@ def add_judge_parser(sub: Any) -> None:
                        help=f"Hugging Face model id or path; '{STANDIN}' = the offline Qwen2.5-Coder STAND-IN")
     label.add_argument("--gguf-file", default=None, help="GGUF file name inside the --model folder")
     label.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    label.add_argument("--dtype", choices=DTYPES, default=None,
+                       help="load the judge in this precision (default: the checkpoint's own); the labels name it")
     label.add_argument("--depth", type=int, default=None,
                        help="judge only the first K candidates of each ranked list (default: all)")
     label.add_argument("--name", default="ragstage-relevance", help="the judge's name in the labels")

@@ -74,11 +74,12 @@ def judge_traces(traces: Iterable[Trace], passages: Mapping[str, str], generator
 
 
 def judge_generator(model: str = DEFAULT_GENERATOR, *, gguf_file: str | None = None, device: str = "auto",
-                    cache_dir: str | Path | None = None) -> HFGenerator:
+                    cache_dir: str | Path | None = None, dtype: str | None = None) -> HFGenerator:
     """The judge's model with one-word replies: a Hugging Face id or path, or ``"standin"`` for the
-    offline Qwen2.5-Coder GGUF STAND-IN (labelled as such in every label it makes)."""
+    offline Qwen2.5-Coder GGUF STAND-IN (labelled as such in every label it makes); ``dtype`` as in
+    :class:`~ragstage.pipeline.generation.HFGenerator`, named in the labels when given."""
     from ..pipeline.components import STANDIN
     from ..pipeline.offline import qwen_coder_standin
 
     spec = qwen_coder_standin(cache_dir) if model == STANDIN else model
-    return HFGenerator(spec, gguf_file=gguf_file, device=device, max_new_tokens=JUDGE_MAX_NEW_TOKENS)
+    return HFGenerator(spec, gguf_file=gguf_file, device=device, max_new_tokens=JUDGE_MAX_NEW_TOKENS, dtype=dtype)

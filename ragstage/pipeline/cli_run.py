@@ -28,7 +28,7 @@ from .components import (
 from .data import BeirData, load_beir
 from .download import default_cache_dir, scifact
 from .embedding import DEFAULT_EMBEDDER
-from .generation import DEFAULT_GENERATOR, TEMPLATES
+from .generation import DEFAULT_GENERATOR, DTYPES, TEMPLATES
 from .oracle import gold_context_oracle
 from .rerank import DEFAULT_CROSS_ENCODER
 from .run import Pipeline, RunResult
@@ -49,6 +49,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--generator", default=DEFAULT_GENERATOR,
                         help=f"model id or path; '{STANDIN}' = offline Qwen2.5-Coder GGUF stand-in")
     parser.add_argument("--gguf-file", default=None, help="GGUF file name inside the --generator folder")
+    parser.add_argument("--dtype", choices=DTYPES, default=None,
+                        help="load the generator in this precision (default: the checkpoint's own); "
+                             "the traces name it, as answers can differ")
     parser.add_argument("--prompt-version", choices=sorted(TEMPLATES), default="original")
     parser.add_argument("--budget", type=int, default=1024, help="prompt token budget (generator tokenizer)")
     parser.add_argument("--top-k", type=int, default=100, help="retrieval depth")
@@ -82,7 +85,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     embedder = make_embedder(args.embedder, device=args.device, cache_dir=cache)  # shared by retriever and reranker
     reranker = make_reranker(args.reranker, embedder, cross_encoder=args.cross_encoder, device=args.device)
     generator = make_generator(args.generator, gguf_file=args.gguf_file, device=args.device,
-                               batch_size=args.batch_size, cache_dir=cache)
+                               batch_size=args.batch_size, cache_dir=cache, dtype=args.dtype)
     pipeline = Pipeline(make_retriever(args.retriever, data.corpus, embedder), reranker, generator,
                         budget=args.budget, top_k=args.top_k, rerank_n=args.rerank_n, prompt_top=args.prompt_top,
                         prompt_version=args.prompt_version, name=args.name, cache_dir=cache / "stages")

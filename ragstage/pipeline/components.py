@@ -43,10 +43,11 @@ def make_embedder(model: str | ModelSpec = DEFAULT_EMBEDDER, *, device: str = "a
 
 def make_generator(model: str | ModelSpec = DEFAULT_GENERATOR, *, gguf_file: str | None = None,
                    device: str = "auto", batch_size: int | None = None,
-                   cache_dir: str | Path | None = None) -> HFGenerator:
-    """The answering model; ``"standin"``: the Qwen2.5-Coder GGUF joined into ``cache_dir``."""
+                   cache_dir: str | Path | None = None, dtype: str | None = None) -> HFGenerator:
+    """The answering model; ``"standin"``: the Qwen2.5-Coder GGUF joined into ``cache_dir``.
+    ``dtype`` None keeps the checkpoint's own loading precision (float32 for a GGUF)."""
     spec = qwen_coder_standin(cache_dir) if model == STANDIN else model
-    return HFGenerator(spec, gguf_file=gguf_file, device=device, batch_size=batch_size)
+    return HFGenerator(spec, gguf_file=gguf_file, device=device, batch_size=batch_size, dtype=dtype)
 
 
 def make_retriever(kind: str, corpus: Corpus, embedder: Embedder) -> Retriever:

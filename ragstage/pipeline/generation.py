@@ -18,10 +18,12 @@ from typing import Any, Protocol, Sequence
 
 from .models import LOAD_ERRORS, ModelSpec, as_model_ref, pick_device
 
-__all__ = ["DEFAULT_GENERATOR", "TEMPLATES", "PromptTemplate", "Generator", "GeneratorUnavailable",
+__all__ = ["DEFAULT_GENERATOR", "DTYPES", "TEMPLATES", "PromptTemplate", "Generator", "GeneratorUnavailable",
            "HFGenerator", "parse_answer", "render_messages", "template_for"]
 
 DEFAULT_GENERATOR = "Qwen/Qwen2.5-1.5B-Instruct"
+#: Weight precisions a generator or judge can be loaded in (``--dtype``); None: the checkpoint's own.
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -119,13 +121,18 @@ class HFGenerator:
     ``model`` is a hub id, a local folder, or a :class:`ModelRef` (use ``gguf_file`` for a
     GGUF checkpoint in that folder). The tokenizer is loaded on its own first, because prompt
     assembly needs only the tokenizer, and a fully cached run never loads the weights.
+
+    ``dtype`` (a torch dtype name such as ``"bfloat16"``) loads the weights in that precision; a
+    model loaded so can answer differently, so its name, which every trace and silver label
+    records, says it (``"<model> in bfloat16"``). On two CPU cores with bfloat16 instructions it
+    answers a 700-1,000-token prompt in about half the time of float32.
     """
 
     def __init__(self, model: ModelSpec = DEFAULT_GENERATOR, *, gguf_file: str | None = None, device: str = "auto",
                  max_new_tokens: int = 16, batch_size: int | None = None, dtype: str | None = None) -> None:
         ref = as_model_ref(model)
         self.ref = dataclasses.replace(ref, gguf_file=gguf_file) if gguf_file is not None else ref
-        self.name = self.ref.name
+        self.name = self.ref.name if dtype is None else f"{self.ref.name} in {dtype}"
         self.device_request = device
         self.max_new_tokens, self.dtype = max_new_tokens, dtype
         self._batch_size = batch_size

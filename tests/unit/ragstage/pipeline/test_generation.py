@@ -54,3 +54,20 @@ def test_tiny_generator_greedy_left_padded_batches_match_single_prompts():
 def test_missing_generator_is_a_one_line_user_error(tmp_path):
     with pytest.raises(GeneratorUnavailable, match="cannot load the tokenizer"):
         HFGenerator(str(tmp_path / "nothing")).count_tokens("x")
+
+
+def test_a_dtype_loads_the_weights_in_it_and_is_named_wherever_answers_are_recorded():
+    import torch
+
+    from ragstage.judge.run import judge_generator, judge_info
+    from ragstage.pipeline.components import make_generator
+
+    path = str(tiny_models().generator)
+    plain, half = HFGenerator(path, device="cpu"), make_generator(path, device="cpu", dtype="bfloat16")
+    assert half.model.dtype == torch.bfloat16 and plain.model.dtype == torch.float32
+    assert half.name == f"{plain.name} in bfloat16"          # traces and receipts record .name
+    assert half.describe()["dtype"] == "bfloat16" != plain.describe()["dtype"]   # the generation cache key
+    text = half.chat_text(render_messages("original", "Zinc shortens colds.", "[ID 1041] Zinc trial."))
+    assert isinstance(half.generate([text])[0], str)
+    judge = judge_generator(path, device="cpu", dtype="bfloat16")
+    assert judge_info(judge).model.endswith(" in bfloat16")   # silver labels name the precision too
