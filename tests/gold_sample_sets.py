@@ -21,6 +21,14 @@ def trace(query_id: str, bucket: str, meta: dict | None = None) -> Trace:
                  prompt=["a", "b"], answer_ids=["a"], meta=meta or {})
 
 
+def ppi_reference(ppi_py, y, yhat, unlabelled) -> tuple[float, float, float]:
+    """ppi_py's PPI++ point estimate and 95% interval (lam tuned), the interval clipped to [0, 1] as
+    `ragstage attribute --gold-sample` prints it."""
+    point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, unlabelled)))
+    low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(y, yhat, unlabelled, alpha=0.05))
+    return point, max(low, 0.0), min(high, 1.0)
+
+
 def ragstage(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ragstage.cli", *map(str, args)], capture_output=True, text=True)
 

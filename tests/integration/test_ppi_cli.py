@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from gold_sample_sets import ppi_reference
 from repo_paths import REPO
 
 from ragstage import Trace, read_traces, write_traces
@@ -62,12 +63,6 @@ def test_the_sample_file_records_the_draw(run):
     assert json.loads(other.read_text())["query_ids"] != sample["query_ids"]
 
 
-def reference(ppi_py, y, yhat, u):
-    point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, u)))
-    low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(y, yhat, u, alpha=0.05))
-    return point, max(low, 0.0), min(high, 1.0)
-
-
 def test_the_estimate_per_bucket_is_ppi_py_s(run):
     ppi_py = pytest.importorskip("ppi_py")
     done = ragstage("attribute", run["silver"], "--gold-sample", run["gold"], "--sample", run["sample"],
@@ -84,7 +79,7 @@ def test_the_estimate_per_bucket_is_ppi_py_s(run):
         y = np.array([gold[q] == g for q in drawn], float)
         h = np.array([silver[q] == g for q in drawn], float)
         u = np.array([silver[q] == g for q in rest], float)
-        point, low, high = reference(ppi_py, y, h, u)
+        point, low, high = ppi_reference(ppi_py, y, h, u)
         assert abs(row["estimate"] - point) <= 1e-9 and abs(row["low"] - low) <= 1e-9
         assert abs(row["high"] - high) <= 1e-9
         assert row["n"] == 800 and row["gold_n"] == 150 and row["gold_k"] == int(y.sum())
