@@ -85,7 +85,7 @@ EXERCISES = (
                    "seed=SEED)), not N_LABEL", edit=True),
             Expect("stage", "generation", "pick the row of the bucket the exercise asks about from "
                    "more_result.rows", edit=True),
-            Expect("estimate", 0.219, "label exactly the drawn requests, with judge=judge_contains as in section 5"),
+            Expect("estimate", 0.219, "label exactly the drawn requests, with judge=judge_contains as in section 6"),
             Expect("low", 0.115, "read the row's low, clipped to [0, 1]"),
             Expect("high", 0.323, "read the row's high, clipped to [0, 1]"),
         ),
